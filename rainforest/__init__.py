@@ -1,0 +1,17 @@
+"""rainforest: decision trees over data of any size, grown from RainForest AVC-groups.
+
+Public API
+----------
+DecisionTreeClassifier
+    The out-of-core decision tree (exact or binned splits, gini / entropy / gain ratio).
+load
+    Read a model saved with ``save``.
+Tree
+    The flat-array model format shared by every learner.
+"""
+from .errors import BudgetError, DataError, NotFittedError
+from .estimators import DecisionTreeClassifier, load, root_avc_group
+from .tree import Tree
+
+__all__ = ["DecisionTreeClassifier", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "NotFittedError"]
+__version__ = "0.1.0"

@@ -1,0 +1,116 @@
+"""AVC-groups: per (node, attribute slot, class) weighted counts, built in one pass.
+
+An AVC-group of a node is a ``(n_slots_total, n_channels)`` float64 array
+(see :mod:`rainforest.criteria`); one pass builds the AVC-groups of a set
+of frontier nodes at once, as one ``(n_nodes, n_slots_total, n_channels)``
+array.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import pyarrow as pa
+
+from .schema import CATEGORICAL, Schema, numeric_values
+from .tree import route_rows
+
+
+@numba.njit(cache=True, parallel=True)
+def accumulate(S, y, w, leaf, node_pos, slot_offsets, counts, count_rows):
+    """Add each row's weight to ``counts[node, slot, class]`` for every attribute.
+
+    Threads split the attributes, each owning its slots, so every cell is summed in
+    row order whatever the number of threads: the result is identical to a serial run.
+    """
+    n, p = S.shape
+    n_classes = counts.shape[2] - (1 if count_rows else 0)
+    for a in numba.prange(p):
+        base = slot_offsets[a]
+        miss = slot_offsets[a + 1] - 1
+        for i in range(n):
+            k = node_pos[leaf[i]]
+            if k < 0:
+                continue
+            v = S[i, a]
+            s = miss if v != v else base + int(v)
+            counts[k, s, y[i]] += w[i]
+            if count_rows:
+                counts[k, s, n_classes] += 1.0
+
+
+def row_weights(batch: pa.RecordBatch, schema: Schema, y: np.ndarray, class_weight: np.ndarray | None) -> np.ndarray:
+    """Per-row weights: the weight column times the class weight (ones when neither is set)."""
+    w = numeric_values(batch.column(schema.weight)) if schema.weight else np.ones(len(y))
+    if class_weight is not None:
+        w = w * class_weight[y]
+    return w
+
+
+@dataclass
+class AvcSet:
+    """The AVC-set of one attribute at one node: class counts per attribute value."""
+
+    attribute: str
+    values: list  # value of each row: a category, a numeric value (exact) or a bin's upper edge, or None (missing)
+    counts: np.ndarray  # (len(values), n_classes)
+
+
+@dataclass
+class AvcGroup:
+    """The AVC-sets of all attributes at one node."""
+
+    classes: list
+    sets: dict  # attribute -> AvcSet
+
+    def __getitem__(self, attribute: str) -> AvcSet:
+        return self.sets[attribute]
+
+
+def avc_group(schema: Schema, block: np.ndarray) -> AvcGroup:
+    """Readable :class:`AvcGroup` of one node's AVC array (value slots with no rows are dropped)."""
+    offsets = schema.slot_offsets()
+    n_classes = len(schema.label.classes)
+    sets = {}
+    for j, a in enumerate(schema.attributes):
+        rows = block[offsets[j]:offsets[j + 1], :n_classes]
+        if a.kind == CATEGORICAL:
+            labels = list(a.categories)
+        elif a.exact:
+            labels = a.cuts.tolist()
+        else:
+            labels = a.cuts.tolist() + [np.inf]
+        labels = labels + [None]
+        keep = rows.sum(axis=1) > 0
+        sets[a.name] = AvcSet(a.name, [v for v, k in zip(labels, keep) if k], rows[keep])
+    return AvcGroup(list(schema.label.classes), sets)
+
+
+@dataclass
+class AvcPass:
+    """A :class:`storage.PassTask` building the AVC-groups of ``nodes`` of a growing tree."""
+
+    schema: Schema
+    routing: tuple  # arrays of the tree so far, with slot thresholds (see tree.route_rows)
+    node_pos: np.ndarray  # tree node -> index in this pass, or -1
+    n_nodes: int
+    n_channels: int
+    class_weight: np.ndarray | None
+    weighted: bool
+
+    def new_state(self) -> np.ndarray:
+        n_slots = int(self.schema.slot_offsets()[-1])
+        return np.zeros((self.n_nodes, n_slots, self.n_channels))
+
+    def update(self, counts: np.ndarray, batch: pa.RecordBatch, first_row: int) -> np.ndarray:
+        S = self.schema.encode(batch, slots=True)
+        y = self.schema.label.codes(batch.column(self.schema.label.name))
+        w = row_weights(batch, self.schema, y, self.class_weight)
+        leaf = route_rows(S, *self.routing)
+        accumulate(S, y, w, leaf, self.node_pos, self.schema.slot_offsets(), counts, self.weighted)
+        return counts
+
+    def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a += b
+        return a

@@ -1,0 +1,22 @@
+"""Memory budgets given as bytes or as text such as ``"512MB"`` or ``"1.5GiB"``."""
+import re
+
+_UNITS = {"": 1, "B": 1, "K": 1e3, "KB": 1e3, "M": 1e6, "MB": 1e6, "G": 1e9, "GB": 1e9, "T": 1e12, "TB": 1e12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def parse_bytes(value) -> int:
+    """Return a byte count from an int or a string like ``"1GB"``; raise ValueError naming the value."""
+    if isinstance(value, bool):
+        raise ValueError(f"memory_budget must be a size such as '1GB', got {value!r}")
+    if isinstance(value, (int, float)):
+        if value <= 0:
+            raise ValueError(f"memory_budget must be positive, got {value!r}")
+        return int(value)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(value))
+    if not m or m.group(2).upper() not in _UNITS:
+        raise ValueError(f"memory_budget must be a size such as '512MB' or '2GiB', got {value!r}")
+    n = int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    if n <= 0:
+        raise ValueError(f"memory_budget must be positive, got {value!r}")
+    return n

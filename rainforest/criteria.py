@@ -1,0 +1,398 @@
+"""Split criteria and the split search over a node's AVC-group (Numba).
+
+The impurity formulas, the proxy used to rank candidate splits, and the scan
+order follow scikit-learn's ``BestSplitter`` to the floating-point operation,
+so that in exact mode the chosen split is the one scikit-learn chooses
+(up to ties between attributes, which scikit-learn breaks at random and this
+search breaks by attribute order).
+
+A node's AVC-group is a ``(n_slots_total, n_channels)`` array: for every
+attribute, one row per value slot and a trailing missing-value slot; the
+channels are the weighted class counts and, when rows are weighted, a last
+channel with plain row counts.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+GINI, ENTROPY, GAIN_RATIO = 0, 1, 2
+CRITERIA = {"gini": GINI, "entropy": ENTROPY, "gain_ratio": GAIN_RATIO}
+LN2 = math.log(2.0)
+
+
+@numba.njit(cache=True)
+def impurity(counts, weight, criterion):
+    """Gini index or entropy (bits) of weighted class counts whose sum is ``weight``."""
+    if weight <= 0.0:
+        return 0.0
+    if criterion == GINI:
+        sq = 0.0
+        for c in range(counts.shape[0]):
+            sq += counts[c] * counts[c]
+        return 1.0 - sq / (weight * weight)
+    ent = 0.0
+    for c in range(counts.shape[0]):
+        p = counts[c]
+        if p > 0.0:
+            p /= weight
+            ent -= p * (math.log(p) / LN2)
+    return ent
+
+
+@numba.njit(cache=True)
+def _rows(block, s, n_classes, has_count):
+    if has_count:
+        return block[s, n_classes]
+    t = 0.0
+    for c in range(n_classes):
+        t += block[s, c]
+    return t
+
+
+@numba.njit(cache=True)
+def _score_binary(L, R, wl, wr, wn, parent_imp, criterion):
+    """Ranking score of a two-way split: scikit-learn's proxy, or the gain ratio."""
+    crit = ENTROPY if criterion == GAIN_RATIO else criterion
+    il = impurity(L, wl, crit)
+    ir = impurity(R, wr, crit)
+    if criterion != GAIN_RATIO:
+        return -wr * ir - wl * il
+    gain = parent_imp - (wr / wn * ir) - (wl / wn * il)
+    split_info = 0.0
+    for wj in (wl, wr):
+        if wj > 0.0:
+            q = wj / wn
+            split_info -= q * (math.log(q) / LN2)
+    return gain / split_info if split_info > 0.0 else -np.inf
+
+
+@numba.njit(cache=True)
+def _numeric(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp, criterion,
+             min_leaf, min_weight, best_score, result):
+    """Binary threshold splits of one numeric attribute (slots ``lo .. lo+m-1``, missing at ``lo+m``).
+
+    Updates ``result`` = (score, left_slot, right_slot, missing_left, inf_threshold) when it finds a
+    strictly better split; returns the new best score.
+    """
+    miss = lo + m
+    n_miss = _rows(block, miss, n_classes, has_count)
+    L = np.zeros(n_classes)
+    R = np.zeros(n_classes)
+    n_searches = 2 if n_miss > 0 else 1
+    for search in range(n_searches):
+        missing_left = search == 1
+        for c in range(n_classes):
+            L[c] = block[miss, c] if missing_left else 0.0
+        n_left = n_miss if missing_left else 0.0
+        prev = -1
+        for s in range(m):
+            ns = _rows(block, lo + s, n_classes, has_count)
+            if ns <= 0:
+                continue
+            if prev >= 0:
+                n_right = n_total - n_left
+                if n_left >= min_leaf and n_right >= min_leaf:
+                    wl = 0.0
+                    for c in range(n_classes):
+                        R[c] = total[c] - L[c]
+                        wl += L[c]
+                    wr = wn - wl
+                    if wl >= min_weight and wr >= min_weight:
+                        score = _score_binary(L, R, wl, wr, wn, parent_imp, criterion)
+                        if score > best_score:
+                            best_score = score
+                            result[0] = score
+                            result[1] = prev
+                            result[2] = s
+                            result[3] = (1.0 if missing_left else 0.0) if n_miss > 0 else (
+                                1.0 if n_left > n_right else 0.0)
+                            result[4] = 0.0
+            for c in range(n_classes):
+                L[c] += block[lo + s, c]
+            n_left += ns
+            prev = s
+        if not missing_left and n_miss > 0 and prev >= 0:
+            # every present value left, the missing values right (threshold +inf)
+            n_right = n_total - n_left
+            if n_left >= min_leaf and n_right >= min_leaf:
+                wl = 0.0
+                for c in range(n_classes):
+                    R[c] = total[c] - L[c]
+                    wl += L[c]
+                wr = wn - wl
+                if wl >= min_weight and wr >= min_weight:
+                    score = _score_binary(L, R, wl, wr, wn, parent_imp, criterion)
+                    if score > best_score:
+                        best_score = score
+                        result[0] = score
+                        result[1] = prev
+                        result[2] = -1
+                        result[3] = 0.0
+                        result[4] = 1.0
+    return best_score
+
+
+@numba.njit(cache=True)
+def _subset_score(block, lo, cats, left_mask, n_classes, has_count, total, n_total, wn, parent_imp,
+                  criterion, min_leaf, min_weight):
+    L = np.zeros(n_classes)
+    R = np.zeros(n_classes)
+    n_left = 0.0
+    for i in range(len(cats)):
+        if left_mask[i]:
+            s = lo + cats[i]
+            for c in range(n_classes):
+                L[c] += block[s, c]
+            n_left += _rows(block, s, n_classes, has_count)
+    n_right = n_total - n_left
+    if n_left < min_leaf or n_right < min_leaf or n_left <= 0 or n_right <= 0:
+        return -np.inf
+    wl = 0.0
+    for c in range(n_classes):
+        R[c] = total[c] - L[c]
+        wl += L[c]
+    wr = wn - wl
+    if wl < min_weight or wr < min_weight:
+        return -np.inf
+    return _score_binary(L, R, wl, wr, wn, parent_imp, criterion)
+
+
+@numba.njit(cache=True)
+def _categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp, criterion,
+                        min_leaf, min_weight, max_exhaustive, best_score, best_left):
+    """Best two-way subset split of one categorical attribute (the missing slot is a category too).
+
+    Two classes: Breiman's ordering by class-1 proportion is optimal.  Up to ``max_exhaustive``
+    present categories: every subset.  Beyond: the best prefix of the ordering by each class's
+    proportion (a heuristic).  Writes the winning left-set over slots into ``best_left``.
+    """
+    present = np.zeros(m + 1, np.int64)
+    k = 0
+    for s in range(m + 1):
+        if _rows(block, lo + s, n_classes, has_count) > 0:
+            present[k] = s
+            k += 1
+    cats = present[:k]
+    found = False
+    if k < 2:
+        return best_score, found
+    mask = np.zeros(k, np.bool_)
+    if n_classes > 2 and k <= max_exhaustive:
+        for bits in range(1, 1 << (k - 1)):
+            for i in range(k):
+                mask[i] = (bits >> i) & 1 == 1
+            score = _subset_score(block, lo, cats, mask, n_classes, has_count, total, n_total, wn,
+                                  parent_imp, criterion, min_leaf, min_weight)
+            if score > best_score:
+                best_score = score
+                found = True
+                for s in range(m + 1):
+                    best_left[s] = False
+                for i in range(k):
+                    best_left[cats[i]] = mask[i]
+        return best_score, found
+    ratio = np.empty(k)
+    order_classes = 1 if n_classes == 2 else n_classes
+    for oc in range(order_classes):
+        cls = 1 if n_classes == 2 else oc
+        for i in range(k):
+            w = 0.0
+            for c in range(n_classes):
+                w += block[lo + cats[i], c]
+            ratio[i] = block[lo + cats[i], cls] / w if w > 0 else 0.0
+        order = np.argsort(ratio, kind="mergesort")
+        for i in range(k):
+            mask[i] = False
+        for j in range(k - 1):
+            mask[order[j]] = True
+            score = _subset_score(block, lo, cats, mask, n_classes, has_count, total, n_total, wn,
+                                  parent_imp, criterion, min_leaf, min_weight)
+            if score > best_score:
+                best_score = score
+                found = True
+                for s in range(m + 1):
+                    best_left[s] = False
+                for i in range(k):
+                    best_left[cats[i]] = mask[i]
+    return best_score, found
+
+
+@numba.njit(cache=True)
+def _categorical_multiway(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
+                          criterion, min_leaf, min_weight):
+    """Score of the split with one branch per present category (ID3/C4.5)."""
+    crit = ENTROPY if criterion == GAIN_RATIO else criterion
+    k = 0
+    score = 0.0
+    split_info = 0.0
+    weighted_child = 0.0
+    for s in range(m + 1):
+        ns = _rows(block, lo + s, n_classes, has_count)
+        if ns <= 0:
+            continue
+        if ns < min_leaf:
+            return -np.inf
+        k += 1
+        row = block[lo + s, :n_classes]
+        wj = 0.0
+        for c in range(n_classes):
+            wj += row[c]
+        if wj < min_weight:
+            return -np.inf
+        ij = impurity(row, wj, crit)
+        score -= wj * ij
+        weighted_child += wj / wn * ij
+        if wj > 0.0:
+            q = wj / wn
+            split_info -= q * (math.log(q) / LN2)
+    if k < 2:
+        return -np.inf
+    if criterion == GAIN_RATIO:
+        return (parent_imp - weighted_child) / split_info if split_info > 0.0 else -np.inf
+    return score
+
+
+@numba.njit(cache=True)
+def search_node(block, offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf, min_weight,
+                max_exhaustive, branch_out):
+    """Best split of one node.
+
+    Returns ``(attribute, score, left_slot, right_slot, inf_threshold, n_branches)``; attribute -1
+    when no split is valid.  ``branch_out[s]`` receives the branch of each slot of the winning
+    attribute (its missing slot last).
+    """
+    n_attr = len(kinds)
+    total = np.zeros(n_classes)
+    n_total = 0.0
+    for s in range(offsets[0], offsets[1]):
+        for c in range(n_classes):
+            total[c] += block[s, c]
+        n_total += _rows(block, s, n_classes, has_count)
+    wn = 0.0
+    for c in range(n_classes):
+        wn += total[c]
+    parent_imp = impurity(total, wn, ENTROPY if criterion == GAIN_RATIO else criterion)
+    best_score = -np.inf
+    best_attr = -1
+    best_kind = -1
+    num = np.zeros(5)
+    best_num = np.zeros(5)
+    left = np.zeros(branch_out.shape[0], np.bool_)
+    best_left = np.zeros(branch_out.shape[0], np.bool_)
+    for a in range(n_attr):
+        lo = offsets[a]
+        m = offsets[a + 1] - lo - 1
+        if kinds[a] == 0:
+            new = _numeric(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp, criterion,
+                           min_leaf, min_weight, best_score, num)
+            if new > best_score:
+                best_score, best_attr, best_kind = new, a, 0
+                best_num[:] = num
+        elif multiway:
+            new = _categorical_multiway(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
+                                        criterion, min_leaf, min_weight)
+            if new > best_score:
+                best_score, best_attr, best_kind = new, a, 2
+        else:
+            new, found = _categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn,
+                                             parent_imp, criterion, min_leaf, min_weight, max_exhaustive,
+                                             best_score, left)
+            if found:
+                best_score, best_attr, best_kind = new, a, 1
+                best_left[:] = left
+    if best_attr < 0:
+        return -1, best_score, -1, -1, False, 0
+    lo = offsets[best_attr]
+    m = offsets[best_attr + 1] - lo - 1
+    if best_kind == 0:
+        left_slot = int(best_num[1])
+        for s in range(m):
+            branch_out[s] = 0 if s <= left_slot else 1
+        branch_out[m] = 0 if best_num[3] > 0.5 else 1
+        return best_attr, best_score, left_slot, int(best_num[2]), best_num[4] > 0.5, 2
+    n_b = 0
+    if best_kind == 1:
+        n_b = 2
+        for s in range(m + 1):
+            branch_out[s] = 0 if best_left[s] else 1
+    else:
+        for s in range(m + 1):
+            if _rows(block, lo + s, n_classes, has_count) > 0:
+                branch_out[s] = n_b
+                n_b += 1
+            else:
+                branch_out[s] = -1
+    # slots absent from the node (and so unknown categories) go to the branch with most rows
+    counts = np.zeros(n_b)
+    for s in range(m + 1):
+        if branch_out[s] >= 0 and _rows(block, lo + s, n_classes, has_count) > 0:
+            counts[branch_out[s]] += _rows(block, lo + s, n_classes, has_count)
+    major = 0
+    for b in range(n_b):
+        if counts[b] > counts[major]:
+            major = b
+    for s in range(m + 1):
+        if _rows(block, lo + s, n_classes, has_count) <= 0:
+            branch_out[s] = major
+    return best_attr, best_score, -1, -1, False, n_b
+
+
+@numba.njit(cache=True, parallel=True)
+def search_nodes(avc, offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf, min_weight,
+                 max_exhaustive, attr, score, left_slot, right_slot, inf_thr, n_branches, branches):
+    """:func:`search_node` for every node of a pass, in parallel (each node is independent)."""
+    for k in numba.prange(avc.shape[0]):
+        a, sc, ls, rs, inf, nb = search_node(avc[k], offsets, kinds, n_classes, has_count, criterion,
+                                             multiway, min_leaf, min_weight, max_exhaustive, branches[k])
+        attr[k] = a
+        score[k] = sc
+        left_slot[k] = ls
+        right_slot[k] = rs
+        inf_thr[k] = inf
+        n_branches[k] = nb
+
+
+# -- the textbook quantities, for people and tests (same formulas as the kernels) ----------------
+def _as_counts(counts) -> np.ndarray:
+    return np.asarray(counts, dtype=np.float64)
+
+
+def gini_index(counts) -> float:
+    """Gini(D) = 1 - sum_i p_i^2 of a vector of class counts."""
+    c = _as_counts(counts)
+    return float(impurity(c, c.sum(), GINI))
+
+
+def entropy(counts) -> float:
+    """Info(D) = -sum_i p_i log2 p_i (bits) of a vector of class counts."""
+    c = _as_counts(counts)
+    return float(impurity(c, c.sum(), ENTROPY))
+
+
+def partition_impurity(partition, criterion: str = "gini") -> float:
+    """Weighted impurity sum_j |D_j|/|D| * Imp(D_j) of a partition given as rows of class counts."""
+    p = _as_counts(partition)
+    w = p.sum(axis=1)
+    crit = CRITERIA[criterion] if criterion != "gain_ratio" else ENTROPY
+    return float(sum(w[j] / w.sum() * impurity(p[j], w[j], crit) for j in range(len(p))))
+
+
+def information_gain(avc_set) -> float:
+    """Gain(A) = Info(D) - Info_A(D) of a multiway split, from an AVC-set (values x classes)."""
+    p = _as_counts(avc_set)
+    return entropy(p.sum(axis=0)) - partition_impurity(p, "entropy")
+
+
+def split_info(avc_set) -> float:
+    """SplitInfo_A(D) = -sum_j |D_j|/|D| log2(|D_j|/|D|)."""
+    w = _as_counts(avc_set).sum(axis=1)
+    return entropy(w)
+
+
+def gain_ratio(avc_set) -> float:
+    """GainRatio(A) = Gain(A) / SplitInfo_A(D) (C4.5)."""
+    s = split_info(avc_set)
+    return information_gain(avc_set) / s if s > 0 else 0.0

@@ -1,0 +1,426 @@
+"""scikit-learn style estimators over sources of any size."""
+from __future__ import annotations
+
+import json
+import math
+import os
+from contextlib import contextmanager
+
+import numba
+import numpy as np
+
+from storage import Source, as_table
+
+from .avc import AvcPass, avc_group
+from .budget import parse_bytes
+from .criteria import CRITERIA
+from .errors import DataError, NotFittedError
+from .grow import GrowParams, grow_tree
+from .inputs import attribute_kinds, is_path, to_source, training_data
+from .params import ParamsMixin
+from .profile import ProfileTask
+from .tree import Tree, write_atomic
+
+MODEL_FORMAT = "rainforest.model"
+MODEL_VERSION = 1
+
+
+@contextmanager
+def numba_threads(n_jobs):
+    """Run with ``n_jobs`` Numba threads (-1 or None: all cores); results do not depend on it."""
+    cores = numba.config.NUMBA_NUM_THREADS
+    if n_jobs is None or n_jobs == -1:
+        n = cores
+    elif isinstance(n_jobs, (int, np.integer)) and n_jobs != 0:
+        n = max(1, min(cores, n_jobs if n_jobs > 0 else cores + 1 + n_jobs))
+    else:
+        raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+class DecisionTreeClassifier(ParamsMixin):
+    """A decision tree grown from AVC-groups, over data of any size.
+
+    Each level of the tree costs one pass over the data (more when the level's
+    AVC-groups exceed ``memory_budget``), plus one profiling pass; rows are
+    never held in memory beyond one batch.
+
+    Parameters
+    ----------
+    criterion : {"gini", "entropy", "gain_ratio"}, default="gini"
+        Split quality: Gini index (CART), information gain (ID3) or gain ratio (C4.5).
+    categorical_split : {"binary", "multiway"}, default="binary"
+        Categorical attributes split into two subsets (CART) or one branch per
+        category (ID3/C4.5). Numeric attributes always split in two.
+    max_bins : int or None, default=255
+        Numeric attributes are cut into at most this many quantile bins (fast,
+        approximate thresholds). ``None`` is exact mode: thresholds midway
+        between adjacent values present at the node, as in CART/C4.5 and
+        scikit-learn.
+    max_depth : int or None, default=None
+        Maximum depth of the tree; ``None`` grows until the leaves are pure or
+        the other stopping rules hold.
+    min_samples_split : int or float, default=2
+        Fewest rows a node needs to be split (a float is a fraction of the rows).
+    min_samples_leaf : int or float, default=1
+        Fewest rows in each child of a split (a float is a fraction of the rows).
+    min_weight_fraction_leaf : float, default=0.0
+        Smallest fraction of the total weight in each child of a split.
+    min_impurity_decrease : float, default=0.0
+        A node is split only if the weighted impurity decrease reaches this.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplied with the sample weights.
+    categorical_features : "auto" or list, default="auto"
+        Columns to treat as categorical besides string and boolean columns
+        (names, or positions for arrays). Integer columns are numeric unless named here.
+    memory_budget : int or str, default="1GB"
+        Bound on the AVC-groups held in one pass and on batch sizes; a level
+        whose AVC-groups exceed it takes several passes.
+    batch_size : int or None, default=None
+        Rows per record batch; ``None`` derives it from ``memory_budget``.
+        The tree does not depend on it.
+    binning_sample : int, default=200000
+        Rows sampled (uniformly, by a hash of the row number) to place the bin
+        edges of numeric attributes with more than ``max_bins`` distinct values.
+    n_jobs : int or None, default=-1
+        Threads for the Numba kernels; -1 or None uses all cores. The tree does not depend on it.
+    random_state : int, default=0
+        Seed of the binning sample.
+    verbose : int, default=0
+        Print one line per pass when positive.
+
+    Attributes
+    ----------
+    tree_ : Tree
+        The fitted tree (flat node arrays).
+    classes_ : ndarray
+        Class labels, sorted.
+    n_classes_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Feature names, when the training data had named columns.
+    n_passes_ : int
+        Passes over the data made by the last ``fit``, the profiling pass included.
+    n_passes_per_level_ : list of int
+        Growth passes per tree level.
+
+    Examples
+    --------
+    >>> from rainforest import DecisionTreeClassifier
+    >>> clf = DecisionTreeClassifier(max_depth=10).fit("data/train/", target="label")  # doctest: +SKIP
+    >>> clf.predict("data/test/")  # doctest: +SKIP
+    """
+
+    def __init__(self, *, criterion="gini", categorical_split="binary", max_bins=255, max_depth=None,
+                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 min_impurity_decrease=0.0, class_weight=None, categorical_features="auto",
+                 memory_budget="1GB", batch_size=None, binning_sample=200_000, n_jobs=-1, random_state=0,
+                 verbose=0):
+        self.criterion = criterion
+        self.categorical_split = categorical_split
+        self.max_bins = max_bins
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
+        self.min_impurity_decrease = min_impurity_decrease
+        self.class_weight = class_weight
+        self.categorical_features = categorical_features
+        self.memory_budget = memory_budget
+        self.batch_size = batch_size
+        self.binning_sample = binning_sample
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- parameters ------------------------------------------------------
+    def _check_params(self) -> int:
+        if self.criterion not in CRITERIA:
+            raise ValueError(f"criterion must be one of {sorted(CRITERIA)}, got {self.criterion!r}")
+        if self.categorical_split not in ("binary", "multiway"):
+            raise ValueError(f"categorical_split must be 'binary' or 'multiway', got {self.categorical_split!r}")
+        if self.max_bins is not None and not (_is_int(self.max_bins) and 2 <= self.max_bins <= 1 << 20):
+            raise ValueError(f"max_bins must be None or an integer from 2 to {1 << 20}, got {self.max_bins!r}")
+        if self.max_depth is not None and not (_is_int(self.max_depth) and self.max_depth >= 1):
+            raise ValueError(f"max_depth must be None or an integer >= 1, got {self.max_depth!r}")
+        _check_count_or_fraction("min_samples_split", self.min_samples_split, 2)
+        _check_count_or_fraction("min_samples_leaf", self.min_samples_leaf, 1)
+        if not 0.0 <= self.min_weight_fraction_leaf <= 0.5:
+            raise ValueError(f"min_weight_fraction_leaf must be in [0, 0.5], got {self.min_weight_fraction_leaf!r}")
+        if not self.min_impurity_decrease >= 0:
+            raise ValueError(f"min_impurity_decrease must be >= 0, got {self.min_impurity_decrease!r}")
+        if self.batch_size is not None and not (_is_int(self.batch_size) and self.batch_size >= 1):
+            raise ValueError(f"batch_size must be None or a positive integer, got {self.batch_size!r}")
+        if not (_is_int(self.binning_sample) and self.binning_sample >= 1000):
+            raise ValueError(f"binning_sample must be an integer >= 1000, got {self.binning_sample!r}")
+        return parse_bytes(self.memory_budget)
+
+    # -- fitting -------------------------------------------------------------
+    def fit(self, X, y=None, *, target=None, sample_weight=None, features=None):
+        """Grow the tree.
+
+        Parameters
+        ----------
+        X : path, list of paths, Source, pyarrow Table, DataFrame or array-like
+            A path (Parquet file, folder, glob) or a :class:`storage.Source`
+            streams the data out of core; tables and arrays are passed over in
+            memory the same way.
+        y : array-like, optional
+            Labels, when ``X`` holds only features.
+        target : str, optional
+            The label column, when ``X`` holds it.
+        sample_weight : array-like or str, optional
+            Row weights, or the name of a weight column.
+        features : list of str, optional
+            Feature columns; default all but the target and the weight.
+
+        Returns
+        -------
+        self
+        """
+        budget = self._check_params()
+        data = training_data(X, y, target, sample_weight, features)
+        source = data.source
+        kinds = attribute_kinds(source, data.features, self.categorical_features)
+        passes_before = source.n_passes
+        row_bytes = 8 * 4 * (len(data.features) + 2)
+        batch_size = self.batch_size or int(min(1 << 18, max(1024, budget // 4 // row_bytes)))
+        with numba_threads(self.n_jobs):
+            task = ProfileTask(kinds, data.target, data.weight, source.description, exact=self.max_bins is None,
+                               max_bins=self.max_bins or 0, sample_rows=self.binning_sample,
+                               seed=int(self.random_state or 0))
+            profile = source.run_pass(task, list(kinds) + [data.target] + ([data.weight] if data.weight else []),
+                                      batch_size)
+            schema = task.schema(profile)
+            class_weight = self._class_weights(schema.label.classes, profile.label_counts, profile.n_rows)
+            params = GrowParams(
+                criterion=self.criterion, multiway=self.categorical_split == "multiway", max_depth=self.max_depth,
+                min_samples_split=_resolve_count(self.min_samples_split, profile.n_rows, 2),
+                min_samples_leaf=_resolve_count(self.min_samples_leaf, profile.n_rows, 1),
+                min_weight_fraction_leaf=self.min_weight_fraction_leaf,
+                min_impurity_decrease=self.min_impurity_decrease)
+            tree, stats = grow_tree(source, schema, params, budget, batch_size, class_weight, self.verbose)
+        self.tree_ = tree
+        self.classes_ = np.asarray(schema.label.classes)
+        self.n_classes_ = len(self.classes_)
+        self.n_outputs_ = 1
+        self.n_features_in_ = len(data.features)
+        if data.has_names:
+            self.feature_names_in_ = np.asarray(data.features, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.n_passes_ = source.n_passes - passes_before
+        self.n_passes_per_level_ = stats.passes_per_level
+        self.n_rows_ = profile.n_rows
+        return self
+
+    def _class_weights(self, classes, counts, n_rows):
+        cw = self.class_weight
+        if cw is None:
+            return None
+        if isinstance(cw, str):
+            if cw != "balanced":
+                raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
+            return np.array([n_rows / (len(classes) * counts[c]) for c in classes], dtype=np.float64)
+        if not isinstance(cw, dict):
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
+        for k in cw:
+            if k not in counts:
+                raise ValueError(f"class_weight names class {k!r}, which is not in the target")
+        return np.array([float(cw.get(c, 1.0)) for c in classes], dtype=np.float64)
+
+    # -- prediction ------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "tree_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+
+    def _leaves(self, X) -> np.ndarray:
+        """Leaf of every row of ``X`` (streamed batch by batch for paths and sources)."""
+        self._check_fitted()
+        tree = self.tree_
+        encoder = tree.encoder()
+        with numba_threads(self.n_jobs):
+            if isinstance(X, Source) or is_path(X):
+                source = to_source(X)
+                source.check_columns(tree.feature_names)
+                parts = [tree.apply(encoder.encode(b, slots=False))
+                         for _, b in source.scan(tree.feature_names, self.batch_size or 65536)]
+                return np.concatenate(parts) if parts else np.empty(0, np.int64)
+            table, names, has_names = as_table(X)
+            if has_names:
+                missing = [c for c in tree.feature_names if c not in names]
+                if missing and len(names) == tree.n_features and not hasattr(self, "feature_names_in_"):
+                    table = table.rename_columns(tree.feature_names)
+                elif missing:
+                    raise DataError(f"X lacks the feature column {missing[0]!r} the tree was trained with")
+            else:
+                if table.num_columns != tree.n_features:
+                    raise DataError(f"X has {table.num_columns} features, but the tree was trained with "
+                                    f"{tree.n_features}")
+                table = table.rename_columns(tree.feature_names)
+            return tree.apply(encoder.encode(table.select(tree.feature_names), slots=False))
+
+    def apply(self, X) -> np.ndarray:
+        """Index of the leaf each row ends in."""
+        return self._leaves(X)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities: the class distribution of each row's leaf."""
+        return self.tree_.leaf_proba()[self._leaves(X)] if hasattr(self, "tree_") else self._leaves(X)
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class of each row (the first one on ties, as scikit-learn)."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def score(self, X, y=None, *, target=None) -> float:
+        """Accuracy on ``X``; with a path or Source, the labels come from ``target``."""
+        if y is None:
+            if target is None:
+                raise DataError("score needs y, or target= with a path or a Source")
+            source = to_source(X)
+            source.check_columns([target])
+            pred = self.predict(source)
+            y = np.concatenate([b.column(0).to_numpy(zero_copy_only=False)
+                                for _, b in source.scan([target])])
+            return float(np.mean(pred == y))
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Normalised total impurity decrease brought by each feature (as scikit-learn)."""
+        self._check_fitted()
+        return self.tree_.feature_importances()
+
+    def get_depth(self) -> int:
+        self._check_fitted()
+        return self.tree_.max_depth
+
+    def get_n_leaves(self) -> int:
+        self._check_fitted()
+        return self.tree_.n_leaves
+
+    def export_text(self, **kwargs) -> str:
+        """The tree as indented text (see :meth:`Tree.export_text`)."""
+        self._check_fitted()
+        return self.tree_.export_text(**kwargs)
+
+    # -- persistence -----------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the model as versioned JSON (no pickle), atomically."""
+        self._check_fitted()
+        doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": type(self).__name__,
+               "params": _jsonable_params(self.get_params()), "n_passes": self.n_passes_,
+               "has_feature_names": hasattr(self, "feature_names_in_"), "tree": self.tree_.to_dict()}
+        write_atomic(path, json.dumps(doc, sort_keys=True, allow_nan=False))
+
+
+def root_avc_group(X, target, *, categorical_features="auto", max_bins=None, features=None):
+    """The AVC-group of the root: per attribute, class counts per value, in two passes.
+
+    Parameters
+    ----------
+    X : path, Source, table or DataFrame
+        The data, holding the label column ``target``.
+    max_bins : int or None, default=None
+        ``None`` counts per exact numeric value; an integer counts per bin.
+
+    Returns
+    -------
+    AvcGroup
+        ``group["age"].values`` and ``group["age"].counts`` (values x classes).
+    """
+    data = training_data(X, None, target, None, features)
+    kinds = attribute_kinds(data.source, data.features, categorical_features)
+    task = ProfileTask(kinds, data.target, None, data.source.description, exact=max_bins is None,
+                       max_bins=max_bins or 0)
+    schema = task.schema(data.source.run_pass(task, list(kinds) + [data.target]))
+    n_classes = len(schema.label.classes)
+    root = (np.array([-2], np.int32), np.array([-2.0]), np.array([-1], np.int32), np.array([-1], np.int32),
+            np.array([-1], np.int32), np.empty(0, np.int32), np.zeros(len(kinds), np.int64))
+    avc = data.source.run_pass(AvcPass(schema, root, np.zeros(1, np.int64), 1, n_classes, None, False),
+                               schema.names + [data.target])
+    return avc_group(schema, avc[0])
+
+
+def load(path):
+    """Load a model written by ``save``.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a rainforest model or has an unknown version (the message names the file).
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such model file: {path!r}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path!r} is not a rainforest model (invalid JSON: {exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
+        raise ValueError(f"{path!r} is not a rainforest model")
+    if doc.get("version") != MODEL_VERSION:
+        raise ValueError(f"{path!r} has model format version {doc.get('version')!r}; this build reads {MODEL_VERSION}")
+    classes = {"DecisionTreeClassifier": DecisionTreeClassifier}
+    if doc.get("estimator") not in classes:
+        raise ValueError(f"{path!r} holds an unknown estimator {doc.get('estimator')!r}")
+    est = classes[doc["estimator"]](**_params_from_json(doc["params"]))
+    tree = Tree.from_dict(doc["tree"])
+    est.tree_ = tree
+    est.classes_ = np.asarray(tree.classes)
+    est.n_classes_ = len(tree.classes)
+    est.n_outputs_ = 1
+    est.n_features_in_ = tree.n_features
+    if doc.get("has_feature_names"):
+        est.feature_names_in_ = np.asarray(tree.feature_names, dtype=object)
+    est.n_passes_ = doc.get("n_passes")
+    return est
+
+
+def _jsonable_params(params: dict) -> dict:
+    out = dict(params)
+    if isinstance(out.get("class_weight"), dict):
+        out["class_weight"] = {"pairs": [[_plain(k), float(v)] for k, v in out["class_weight"].items()]}
+    if isinstance(out.get("categorical_features"), (list, tuple, np.ndarray)):
+        out["categorical_features"] = [_plain(c) for c in out["categorical_features"]]
+    return out
+
+
+def _params_from_json(params: dict) -> dict:
+    out = dict(params)
+    if isinstance(out.get("class_weight"), dict):
+        out["class_weight"] = {k: v for k, v in out["class_weight"]["pairs"]}
+    return out
+
+
+def _plain(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _check_count_or_fraction(name, v, least):
+    if _is_int(v):
+        if v < least:
+            raise ValueError(f"{name} must be an integer >= {least} or a fraction in (0, 1], got {v!r}")
+    elif isinstance(v, float):
+        if not 0.0 < v <= 1.0:
+            raise ValueError(f"{name} must be an integer >= {least} or a fraction in (0, 1], got {v!r}")
+    else:
+        raise ValueError(f"{name} must be an integer or a float, got {v!r}")
+
+
+def _resolve_count(v, n_rows, least) -> int:
+    return int(v) if _is_int(v) else max(least, int(math.ceil(v * n_rows)))

@@ -1,0 +1,234 @@
+"""Level-wise growth (RF-Read): each pass builds the AVC-groups of as many frontier
+nodes as the memory budget holds; the split of each node is then chosen in memory.
+
+The stopping rules and their order are scikit-learn's (``max_depth``,
+``min_samples_split``, ``min_samples_leaf``, ``min_weight_fraction_leaf``,
+purity, ``min_impurity_decrease``), so that exact mode grows scikit-learn's tree.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .avc import AvcPass
+from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_nodes
+from .errors import BudgetError
+from .schema import CATEGORICAL, Schema
+from .tree import KIND_NAMES, Tree
+
+log = logging.getLogger("rainforest")
+EPSILON = np.finfo(np.float64).eps
+
+
+@dataclass
+class GrowParams:
+    criterion: str = "gini"
+    multiway: bool = False
+    max_depth: int | None = None
+    min_samples_split: int = 2
+    min_samples_leaf: int = 1
+    min_weight_fraction_leaf: float = 0.0
+    min_impurity_decrease: float = 0.0
+    max_exhaustive: int = 12  # categorical subsets tried exhaustively up to this many categories
+
+
+@dataclass
+class _Nodes:
+    """The tree being grown, as growable lists; ``slot_threshold`` routes slot-encoded rows."""
+
+    feature: list = field(default_factory=list)
+    threshold: list = field(default_factory=list)
+    slot_threshold: list = field(default_factory=list)
+    first_child: list = field(default_factory=list)
+    n_children: list = field(default_factory=list)
+    missing_branch: list = field(default_factory=list)
+    cat_offset: list = field(default_factory=list)
+    cat_branch: list = field(default_factory=list)
+    value: list = field(default_factory=list)
+    n_node_samples: list = field(default_factory=list)
+    impurity: list = field(default_factory=list)
+    depth: list = field(default_factory=list)
+
+    def add_leaf(self, value, n, imp, depth) -> int:
+        self.feature.append(-2)
+        self.threshold.append(-2.0)
+        self.slot_threshold.append(-2.0)
+        self.first_child.append(-1)
+        self.n_children.append(0)
+        self.missing_branch.append(-1)
+        self.cat_offset.append(-1)
+        self.value.append(value)
+        self.n_node_samples.append(n)
+        self.impurity.append(imp)
+        self.depth.append(depth)
+        return len(self.feature) - 1
+
+    def routing(self, n_categories: np.ndarray) -> tuple:
+        return (np.asarray(self.feature, np.int32), np.asarray(self.slot_threshold, np.float64),
+                np.asarray(self.first_child, np.int32), np.asarray(self.missing_branch, np.int32),
+                np.asarray(self.cat_offset, np.int32), np.asarray(self.cat_branch, np.int32), n_categories)
+
+    def to_tree(self, schema: Schema, criterion: str, n_classes: int) -> Tree:
+        value = np.asarray(self.value, np.float64).reshape(-1, n_classes)
+        cats = [list(a.categories) if a.kind == CATEGORICAL else None for a in schema.attributes]
+        return Tree(feature_names=schema.names, feature_kinds=[KIND_NAMES[a.kind] for a in schema.attributes],
+                    categories=cats, classes=list(schema.label.classes), criterion=criterion,
+                    target=schema.label.name,
+                    feature=np.asarray(self.feature, np.int32), threshold=np.asarray(self.threshold, np.float64),
+                    first_child=np.asarray(self.first_child, np.int32),
+                    n_children=np.asarray(self.n_children, np.int32),
+                    missing_branch=np.asarray(self.missing_branch, np.int32),
+                    cat_offset=np.asarray(self.cat_offset, np.int32),
+                    cat_branch=np.asarray(self.cat_branch, np.int32), value=value,
+                    n_node_samples=np.asarray(self.n_node_samples, np.int64),
+                    weighted_n_node_samples=value.sum(axis=1), impurity=np.asarray(self.impurity, np.float64))
+
+
+@dataclass
+class GrowStats:
+    n_passes: int = 0
+    passes_per_level: list = field(default_factory=list)
+    nodes_per_pass: int = 0
+
+
+def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, batch_size: int,
+              class_weight: np.ndarray | None, verbose: int = 0) -> tuple[Tree, GrowStats]:
+    """Grow a tree over ``source`` level by level; returns the tree and pass statistics."""
+    crit = CRITERIA[params.criterion]
+    node_crit = ENTROPY if crit == GAIN_RATIO else crit
+    n_classes = len(schema.label.classes)
+    weighted = schema.weight is not None or class_weight is not None
+    n_channels = n_classes + (1 if weighted else 0)
+    offsets = schema.slot_offsets()
+    kinds = schema.kinds
+    n_categories = np.array([len(a.categories) for a in schema.attributes], np.int64)
+    max_slots = int(np.diff(offsets).max())
+    node_bytes = int(offsets[-1]) * n_channels * 8 + max_slots * 8
+    avc_budget = budget_bytes // 2
+    if node_bytes > avc_budget:
+        raise BudgetError(
+            f"memory_budget {budget_bytes:,} bytes is too small: one node's AVC-group needs {node_bytes:,} bytes "
+            f"({int(offsets[-1]):,} value slots x {n_channels} classes); give at least {2 * node_bytes:,} bytes "
+            f"or use binned mode (max_bins)")
+    per_pass = max(1, avc_budget // node_bytes)
+    stats = GrowStats(nodes_per_pass=per_pass)
+    columns = schema.names + [schema.label.name] + ([schema.weight] if schema.weight else [])
+    nodes = _Nodes()
+    nodes.add_leaf(np.zeros(n_classes), 0, 0.0, 0)
+    frontier = [0]
+    root_done = False
+    min_weight_leaf = 0.0
+    max_depth = np.inf if params.max_depth is None else params.max_depth
+    level = 0
+    while frontier:
+        passes_this_level = 0
+        next_frontier: list[int] = []
+        for start in range(0, len(frontier), per_pass):
+            chunk = frontier[start:start + per_pass]
+            node_pos = np.full(len(nodes.feature), -1, np.int64)
+            node_pos[chunk] = np.arange(len(chunk))
+            task = AvcPass(schema, nodes.routing(n_categories), node_pos, len(chunk), n_channels, class_weight,
+                           weighted)
+            t0 = time.perf_counter()
+            avc = source.run_pass(task, columns, batch_size)
+            passes_this_level += 1
+            stats.n_passes += 1
+            if verbose or log.isEnabledFor(logging.INFO):
+                _log_pass(verbose, level, len(chunk), time.perf_counter() - t0)
+            if not root_done:
+                totals = avc[0, offsets[0]:offsets[1]].sum(axis=0)
+                w_root = totals[:n_classes].sum()
+                nodes.value[0] = totals[:n_classes]
+                nodes.n_node_samples[0] = int(round(totals[n_classes])) if weighted else int(round(w_root))
+                nodes.impurity[0] = impurity(totals[:n_classes], w_root, node_crit)
+                min_weight_leaf = params.min_weight_fraction_leaf * w_root
+                total_weight = w_root
+                root_done = True
+                if _pre_leaf(nodes, 0, params, max_depth, min_weight_leaf):
+                    break
+            k_nodes = len(chunk)
+            attr = np.empty(k_nodes, np.int64)
+            score = np.empty(k_nodes)
+            left_slot = np.empty(k_nodes, np.int64)
+            right_slot = np.empty(k_nodes, np.int64)
+            inf_thr = np.empty(k_nodes, np.bool_)
+            n_branches = np.empty(k_nodes, np.int64)
+            branches = np.empty((k_nodes, max_slots), np.int64)
+            search_nodes(avc, offsets, kinds, n_classes, weighted, crit, params.multiway,
+                         float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive,
+                         attr, score, left_slot, right_slot, inf_thr, n_branches, branches)
+            for k, node in enumerate(chunk):
+                if attr[k] < 0:
+                    continue
+                a = int(attr[k])
+                lo, hi = offsets[a], offsets[a + 1]
+                br = branches[k, :hi - lo]
+                nb = int(n_branches[k])
+                block = avc[k, lo:hi]
+                child_counts = np.zeros((nb, n_channels))
+                np.add.at(child_counts, br, block)
+                child_value = child_counts[:, :n_classes]
+                child_n = child_counts[:, n_classes] if weighted else child_value.sum(axis=1)
+                child_w = child_value.sum(axis=1)
+                child_imp = [impurity(child_value[b], child_w[b], node_crit) for b in range(nb)]
+                wn = child_w.sum()
+                if nb == 2:  # scikit-learn's impurity_improvement, operation for operation
+                    dec = nodes.impurity[node] - (child_w[1] / wn * child_imp[1]) - (child_w[0] / wn * child_imp[0])
+                else:
+                    dec = nodes.impurity[node]
+                    for b in range(nb):
+                        dec -= child_w[b] / wn * child_imp[b]
+                improvement = (wn / total_weight) * dec
+                if improvement + EPSILON < params.min_impurity_decrease:
+                    continue
+                _split(nodes, node, schema.attributes[a], a, br, nb, left_slot[k], right_slot[k], inf_thr[k],
+                       int(np.argmax(child_n)))
+                first = len(nodes.feature)
+                nodes.first_child[node] = first
+                for b in range(nb):
+                    child = nodes.add_leaf(child_value[b], int(round(child_n[b])), child_imp[b],
+                                           nodes.depth[node] + 1)
+                    if not _pre_leaf(nodes, child, params, max_depth, min_weight_leaf):
+                        next_frontier.append(child)
+        stats.passes_per_level.append(passes_this_level)
+        frontier = next_frontier
+        level += 1
+    return nodes.to_tree(schema, params.criterion, n_classes), stats
+
+
+def _pre_leaf(nodes: _Nodes, i: int, p: GrowParams, max_depth, min_weight_leaf) -> bool:
+    """scikit-learn's conditions that make a node a leaf before its split is searched."""
+    n = nodes.n_node_samples[i]
+    w = float(np.sum(nodes.value[i]))
+    return (nodes.depth[i] >= max_depth or n < p.min_samples_split or n < 2 * p.min_samples_leaf
+            or w < 2 * min_weight_leaf or nodes.impurity[i] <= EPSILON)
+
+
+def _split(nodes: _Nodes, node: int, attribute, a: int, br: np.ndarray, nb: int, left_slot: int,
+           right_slot: int, inf_thr: bool, majority: int) -> None:
+    m = attribute.n_slots
+    nodes.feature[node] = a
+    nodes.n_children[node] = nb
+    nodes.missing_branch[node] = int(br[m])
+    if attribute.kind == CATEGORICAL:
+        nodes.threshold[node] = np.nan
+        nodes.slot_threshold[node] = np.nan
+        nodes.cat_offset[node] = len(nodes.cat_branch)
+        nodes.cat_branch.extend(int(b) for b in br[:m])
+        nodes.cat_branch.append(majority)  # categories unseen in training
+    elif inf_thr:
+        nodes.threshold[node] = np.inf
+        nodes.slot_threshold[node] = np.inf
+    else:
+        nodes.threshold[node] = attribute.threshold(int(left_slot), int(right_slot))
+        nodes.slot_threshold[node] = float(left_slot)
+
+
+def _log_pass(verbose, level, n_nodes, seconds):
+    msg = f"level {level}: pass over {n_nodes} node(s) in {seconds:.2f}s"
+    if verbose:
+        print(msg, flush=True)
+    log.info(msg)

@@ -1,0 +1,111 @@
+"""Turn what users pass to ``fit`` / ``predict`` (paths, sources, arrays, DataFrames) into a Source."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from storage import ParquetSource, Source, TableSource, as_table
+
+from .errors import DataError
+from .schema import CATEGORICAL, arrow_kind
+
+WEIGHT_COLUMN = "__sample_weight__"
+
+
+def is_path(X) -> bool:
+    return isinstance(X, (str, os.PathLike)) or (
+        isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(x, (str, os.PathLike)) for x in X))
+
+
+def to_source(X) -> Source:
+    """A Source for a path (Parquet), a Source, or an in-memory table-like object."""
+    if isinstance(X, Source):
+        return X
+    if is_path(X):
+        return ParquetSource(X)
+    table, _, _ = as_table(X)
+    return TableSource(table=table)
+
+
+@dataclass
+class TrainingData:
+    source: Source
+    target: str
+    features: list[str]
+    weight: str | None
+    has_names: bool  # the user's columns had names (not a bare array)
+
+
+def training_data(X, y, target, sample_weight, features) -> TrainingData:
+    """Resolve ``fit``'s arguments; every mistake is a DataError naming the argument or column."""
+    if y is not None and target is not None:
+        raise DataError("give either y or target=, not both")
+    if isinstance(X, Source) or is_path(X):
+        if y is not None:
+            raise DataError("a path or a Source carries its label: pass target='column', not y")
+        if target is None:
+            raise DataError("fitting on a path or a Source needs target='the label column'")
+        source = to_source(X)
+        if sample_weight is not None and not isinstance(sample_weight, str):
+            raise DataError("with a path or a Source, sample_weight must be the name of a weight column")
+        weight, has_names = sample_weight, True
+    else:
+        if y is None and target is None:
+            raise DataError("fit(X, y) needs y, or target='column' when X holds the label")
+        if isinstance(sample_weight, str):
+            weight = sample_weight
+            table, _, has_names = as_table(X, y, target=target or _y_name(y, X))
+        else:
+            weight = WEIGHT_COLUMN if sample_weight is not None else None
+            table, _, has_names = as_table(X, y, target=target or _y_name(y, X), sample_weight=sample_weight,
+                                           weight_column=WEIGHT_COLUMN)
+        target = target or _y_name(y, X)
+        source = TableSource(table=table, name="the training data")
+    names = source.schema.names
+    if target not in names:
+        raise DataError(f"target column {target!r} not found in {source.description}; "
+                        f"available columns: {', '.join(names)}")
+    if weight is not None and weight not in names:
+        raise DataError(f"weight column {weight!r} not found in {source.description}")
+    if features is None:
+        features = [c for c in names if c not in (target, weight)]
+    else:
+        features = list(features)
+        for c in features:
+            if c not in names:
+                raise DataError(f"feature column {c!r} not found in {source.description}")
+            if c in (target, weight):
+                raise DataError(f"column {c!r} is the target or the weight and cannot also be a feature")
+    if not features:
+        raise DataError(f"{source.description} has no feature columns besides the target {target!r}")
+    return TrainingData(source, target, features, weight, has_names)
+
+
+def _y_name(y, X) -> str:
+    name = getattr(y, "name", None)
+    taken = set(getattr(X, "columns", getattr(X, "column_names", [])) or [])
+    if isinstance(name, str) and name and name not in taken:
+        return name
+    return "y" if "y" not in taken else "__target__"
+
+
+def attribute_kinds(source: Source, features, categorical_features) -> dict:
+    """Kinds from the Arrow types, with ``categorical_features`` forced categorical."""
+    schema = source.schema
+    kinds = {c: arrow_kind(c, schema.field(c).type, source.description) for c in features}
+    if categorical_features not in (None, "auto"):
+        for c in categorical_features:
+            if isinstance(c, (int, np.integer)) and not isinstance(c, bool):
+                if not 0 <= c < len(features):
+                    raise DataError(f"categorical_features index {c} is out of range for {len(features)} features")
+                c = features[c]
+            if c not in kinds:
+                raise DataError(f"categorical_features names {c!r}, which is not a feature column")
+            typ = schema.field(c).type
+            if pa.types.is_floating(typ):
+                raise DataError(f"column {c!r} is floating point and cannot be categorical; cast it to int or string")
+            kinds[c] = CATEGORICAL
+    return kinds

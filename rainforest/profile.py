@@ -1,0 +1,209 @@
+"""The profiling pass: one pass that learns what every column holds.
+
+It finds the label's classes, each categorical attribute's categories, each
+numeric attribute's exact distinct values (exact mode) or quantile bin edges
+(binned mode, from a uniform row sample chosen by a hash of the row's global
+index, so the sample does not depend on batch sizes or file layout), and it
+rejects bad data with an error that names the column and value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import DataError
+from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, numeric_values
+
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def row_hash(rows: np.ndarray, seed: int) -> np.ndarray:
+    """splitmix64 of ``row index + seed``: a stable pseudo-random 64-bit value per row."""
+    with np.errstate(over="ignore"):
+        z = rows.astype(np.uint64) + np.uint64(seed & 0xFFFFFFFF) * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * _MIX1
+        z = (z ^ (z >> np.uint64(27))) * _MIX2
+        return z ^ (z >> np.uint64(31))
+
+
+@dataclass
+class ColumnProfile:
+    kind: int
+    nonmissing: int = 0
+    distinct: np.ndarray | None = field(default_factory=lambda: np.empty(0))  # None once too many
+    counts: dict = field(default_factory=dict)  # categorical value -> rows
+
+
+@dataclass
+class Profile:
+    """What the profiling pass found."""
+
+    n_rows: int = 0
+    label_counts: dict = field(default_factory=dict)
+    columns: dict = field(default_factory=dict)
+    sample_hash: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
+    sample: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))  # rows x numeric columns
+
+
+@dataclass
+class ProfileTask:
+    """A :class:`storage.PassTask` computing a :class:`Profile`."""
+
+    kinds: dict  # column -> NUMERIC / CATEGORICAL
+    target: str
+    weight: str | None
+    where: str
+    exact: bool
+    max_bins: int
+    sample_rows: int = 200_000
+    seed: int = 0
+
+    @property
+    def numeric(self) -> list[str]:
+        return [c for c, k in self.kinds.items() if k == NUMERIC]
+
+    def new_state(self) -> Profile:
+        p = Profile(columns={c: ColumnProfile(k) for c, k in self.kinds.items()})
+        p.sample = np.empty((0, len(self.numeric)))
+        return p
+
+    def update(self, p: Profile, batch: pa.RecordBatch, first_row: int) -> Profile:
+        n = batch.num_rows
+        p.n_rows += n
+        self._update_label(p, batch.column(self.target))
+        if self.weight is not None:
+            w = numeric_values(batch.column(self.weight))
+            bad = ~np.isfinite(w) | (w < 0)
+            if bad.any():
+                raise DataError(f"the weight column {self.weight!r} of {self.where} has a bad value "
+                                f"{w[bad][0]!r} at row {first_row + int(np.argmax(bad))} (weights must be finite and >= 0)")
+        numeric_block = []
+        for name, cp in p.columns.items():
+            col = batch.column(name)
+            if cp.kind == CATEGORICAL:
+                vc = pc.value_counts(category_values(col))
+                for v, c in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
+                    if v is not None:
+                        cp.counts[v] = cp.counts.get(v, 0) + c
+                        cp.nonmissing += c
+                continue
+            x = numeric_values(col)
+            inf = np.isinf(x)
+            if inf.any():
+                raise DataError(f"column {name!r} of {self.where} holds {x[inf][0]} at row "
+                                f"{first_row + int(np.argmax(inf))}; infinite values cannot be split on "
+                                f"(use null or NaN for missing values)")
+            ok = x[~np.isnan(x)]
+            cp.nonmissing += len(ok)
+            if cp.distinct is not None:
+                cp.distinct = np.union1d(cp.distinct, np.unique(ok))
+                if not self.exact and len(cp.distinct) > self.max_bins:
+                    cp.distinct = None
+            numeric_block.append(x)
+        if numeric_block and not self.exact:
+            self._update_sample(p, np.column_stack(numeric_block), first_row)
+        return p
+
+    def _update_label(self, p: Profile, col) -> None:
+        arr = category_values(col)
+        if arr.null_count:
+            raise DataError(f"the target column {self.target!r} of {self.where} has null values; "
+                            f"drop those rows or fill them")
+        if pa.types.is_floating(arr.type) and pc.any(pc.is_nan(arr)).as_py():
+            raise DataError(f"the target column {self.target!r} of {self.where} has NaN values")
+        vc = pc.value_counts(arr)
+        for v, c in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
+            p.label_counts[v] = p.label_counts.get(v, 0) + c
+
+    def _update_sample(self, p: Profile, block: np.ndarray, first_row: int) -> None:
+        h = row_hash(np.arange(first_row, first_row + len(block), dtype=np.uint64), self.seed)
+        p.sample_hash = np.concatenate([p.sample_hash, h])
+        p.sample = np.concatenate([p.sample, block]) if len(p.sample) else block.copy()
+        if len(p.sample_hash) > 2 * self.sample_rows:
+            self._prune(p)
+
+    def _prune(self, p: Profile) -> None:
+        if len(p.sample_hash) > self.sample_rows:
+            keep = np.argpartition(p.sample_hash, self.sample_rows)[:self.sample_rows]
+            keep.sort()
+            p.sample_hash, p.sample = p.sample_hash[keep], p.sample[keep]
+
+    def merge(self, a: Profile, b: Profile) -> Profile:
+        a.n_rows += b.n_rows
+        for v, c in b.label_counts.items():
+            a.label_counts[v] = a.label_counts.get(v, 0) + c
+        for name, cb in b.columns.items():
+            ca = a.columns[name]
+            ca.nonmissing += cb.nonmissing
+            for v, c in cb.counts.items():
+                ca.counts[v] = ca.counts.get(v, 0) + c
+            if ca.distinct is None or cb.distinct is None:
+                ca.distinct = None
+            else:
+                ca.distinct = np.union1d(ca.distinct, cb.distinct)
+                if not self.exact and len(ca.distinct) > self.max_bins:
+                    ca.distinct = None
+        if len(b.sample_hash):
+            a.sample_hash = np.concatenate([a.sample_hash, b.sample_hash])
+            a.sample = np.concatenate([a.sample, b.sample]) if len(a.sample) else b.sample
+            self._prune(a)
+        return a
+
+    def schema(self, p: Profile) -> Schema:
+        """Turn the profile into the model's :class:`Schema`."""
+        if p.n_rows == 0:
+            raise DataError(f"{self.where} has no rows")
+        if len(p.label_counts) < 2:
+            only = next(iter(p.label_counts), None)
+            raise DataError(f"the target column {self.target!r} of {self.where} has a single class "
+                            f"({only!r}); a classifier needs at least two")
+        self._prune(p)
+        order = np.lexsort((p.sample_hash,)) if len(p.sample_hash) else np.empty(0, np.int64)
+        sample = p.sample[order] if len(order) else p.sample
+        attributes = []
+        numeric_index = {c: i for i, c in enumerate(self.numeric)}
+        for name, cp in p.columns.items():
+            if cp.nonmissing == 0:
+                raise DataError(f"column {name!r} of {self.where} is entirely null; drop it from the features")
+            if cp.kind == CATEGORICAL:
+                attributes.append(Attribute(name, CATEGORICAL, categories=_sorted_values(cp.counts, name)))
+            elif self.exact:
+                attributes.append(Attribute(name, NUMERIC, exact=True, cuts=cp.distinct))
+            elif cp.distinct is not None:
+                attributes.append(Attribute(name, NUMERIC, exact=False, cuts=midpoints(cp.distinct)))
+            else:
+                col = sample[:, numeric_index[name]]
+                attributes.append(Attribute(name, NUMERIC, exact=False,
+                                            cuts=quantile_edges(col[~np.isnan(col)], self.max_bins)))
+        label = Label(self.target, _sorted_values(p.label_counts, self.target))
+        return Schema(attributes, label, self.weight)
+
+
+def _sorted_values(counts: dict, name: str) -> list:
+    try:
+        return sorted(counts)
+    except TypeError:
+        raise DataError(f"column {name!r} mixes values of different types") from None
+
+
+def midpoints(values: np.ndarray) -> np.ndarray:
+    """Edges halfway between consecutive distinct values (scikit-learn's midpoint formula)."""
+    a, b = values[:-1], values[1:]
+    t = a / 2.0 + b / 2.0
+    return np.where(t == b, a, t)
+
+
+def quantile_edges(values: np.ndarray, max_bins: int) -> np.ndarray:
+    """At most ``max_bins`` bins of about equal weight from a sample; heavy values get bins of their own."""
+    u, c = np.unique(values, return_counts=True)
+    if len(u) <= max_bins:
+        return midpoints(u)
+    cum = np.cumsum(c)
+    targets = cum[-1] * np.arange(1, max_bins) / max_bins
+    cut_after = np.unique(np.searchsorted(cum, targets, side="left"))
+    cut_after = cut_after[cut_after < len(u) - 1]
+    return midpoints(u)[cut_after]

@@ -1,0 +1,195 @@
+"""Attribute kinds, the label's classes, and the encoders that turn columns into codes.
+
+Two encodings of the same batch are used:
+
+* **raw** (for prediction): numeric attributes as float64 values, categorical
+  attributes as category codes ``0..V-1`` (``V`` = unknown category);
+* **slots** (for counting): numeric attributes as their slot in ``cuts``
+  (a bin in binned mode, the rank of the exact value in exact mode),
+  categorical attributes as their code.
+
+Missing values (null, NaN) are NaN in both.  One routing kernel serves both
+encodings; only the threshold array differs (``threshold`` vs ``slot_threshold``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import DataError
+
+NUMERIC = 0
+CATEGORICAL = 1
+
+
+def arrow_kind(name: str, typ: pa.DataType, where: str) -> int:
+    """The default kind of an Arrow type, or a DataError naming the column."""
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ) \
+            or pa.types.is_temporal(typ):
+        return NUMERIC
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_boolean(typ) \
+            or getattr(pa.types, "is_string_view", lambda t: False)(typ):
+        return CATEGORICAL
+    raise DataError(f"column {name!r} of {where} has type {typ}, which cannot be split on; "
+                    f"drop it or cast it to a number or a string")
+
+
+def numeric_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """float64 values of a numeric (or temporal) column, NaN for nulls."""
+    typ = arr.type
+    if pa.types.is_dictionary(typ):
+        arr = arr.cast(typ.value_type) if isinstance(arr, pa.ChunkedArray) else arr.dictionary_decode()
+        typ = arr.type
+    if pa.types.is_temporal(typ):
+        arr = pc.cast(arr, pa.int64()) if not pa.types.is_date32(typ) else pc.cast(arr, pa.int32())
+    if pa.types.is_floating(typ) and typ != pa.float64():
+        arr = pc.cast(arr, pa.float64())
+    elif not pa.types.is_floating(typ):
+        arr = pc.cast(arr, pa.float64())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def category_values(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A categorical column as a plain (non-dictionary) Arrow array."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    return arr
+
+
+@dataclass
+class Attribute:
+    """One attribute: its kind and what its slots mean.
+
+    ``cuts`` for numeric attributes are the sorted exact values (exact mode)
+    or the bin edges (binned mode); a value's slot is
+    ``searchsorted(cuts, x, "left")``.  ``categories`` for categorical
+    attributes are the sorted values seen in training; a value's code is its
+    index there, unknown values get ``len(categories)``.
+    """
+
+    name: str
+    kind: int
+    exact: bool = True
+    cuts: np.ndarray = field(default_factory=lambda: np.empty(0))
+    categories: list = field(default_factory=list)
+
+    @property
+    def n_slots(self) -> int:
+        """Value slots, not counting the trailing missing-value slot."""
+        if self.kind == CATEGORICAL:
+            return len(self.categories)
+        return len(self.cuts) if self.exact else len(self.cuts) + 1
+
+    def threshold(self, left_slot: int, right_slot: int) -> float:
+        """The numeric threshold between the last slot going left and the first going right."""
+        if self.exact:
+            a, b = float(self.cuts[left_slot]), float(self.cuts[right_slot])
+            t = a / 2.0 + b / 2.0  # scikit-learn's midpoint, safe from overflow
+            return a if t == b else t
+        return float(self.cuts[left_slot])
+
+    def category_codes(self, arr) -> np.ndarray:
+        """float64 codes of a categorical column: index in categories, V if unknown, NaN if missing."""
+        arr = category_values(arr)
+        value_set = pa.array(self.categories, type=arr.type) if self.categories else pa.array([], arr.type)
+        idx = pc.index_in(arr, value_set=value_set)
+        codes = idx.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls -> NaN
+        if arr.null_count or np.isnan(codes).any():
+            known_missing = arr.is_null().to_numpy(zero_copy_only=False)
+            codes[np.isnan(codes) & ~known_missing] = len(self.categories)
+        return codes
+
+
+@dataclass
+class Label:
+    """The target column and its classes (sorted; the class of code ``k`` is ``classes[k]``)."""
+
+    name: str
+    classes: list
+
+    def codes(self, arr) -> np.ndarray:
+        arr = category_values(arr)
+        if arr.null_count:
+            raise DataError(f"the target column {self.name!r} has {arr.null_count} null values")
+        idx = pc.index_in(arr, value_set=pa.array(self.classes, type=arr.type))
+        if idx.null_count:
+            bad = arr.filter(idx.is_null())[0].as_py()
+            raise DataError(f"the target column {self.name!r} has a value {bad!r} not seen when profiling")
+        return idx.to_numpy(zero_copy_only=False).astype(np.int32)
+
+
+@dataclass
+class Schema:
+    """Attributes in model order, the label, and an optional weight column."""
+
+    attributes: list[Attribute]
+    label: Label | None = None
+    weight: str | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [a.name for a in self.attributes]
+
+    @property
+    def kinds(self) -> np.ndarray:
+        return np.array([a.kind for a in self.attributes], dtype=np.int8)
+
+    def slot_offsets(self) -> np.ndarray:
+        """Offset of each attribute's slots (its missing slot included) in an AVC-group."""
+        sizes = np.array([a.n_slots + 1 for a in self.attributes], dtype=np.int64)
+        return np.concatenate([[0], np.cumsum(sizes)])
+
+    def flat_cuts(self) -> tuple[np.ndarray, np.ndarray]:
+        cuts = [a.cuts.astype(np.float64) if a.kind == NUMERIC else np.empty(0) for a in self.attributes]
+        offsets = np.concatenate([[0], np.cumsum([len(c) for c in cuts])]).astype(np.int64)
+        return (np.concatenate(cuts) if cuts else np.empty(0)), offsets
+
+    def encode(self, batch: pa.RecordBatch | pa.Table, slots: bool) -> np.ndarray:
+        """An ``(n_rows, n_attributes)`` float64 matrix, slots or raw values (see module doc)."""
+        n = batch.num_rows
+        out = np.empty((n, len(self.attributes)), dtype=np.float64)
+        numeric_cols = []
+        for j, a in enumerate(self.attributes):
+            col = batch.column(a.name)
+            if a.kind == CATEGORICAL:
+                out[:, j] = a.category_codes(col)
+            else:
+                out[:, j] = numeric_values(col)
+                numeric_cols.append(j)
+        if slots and numeric_cols:
+            cuts, offsets = self.flat_cuts()
+            _slots_in_place(out, np.array(numeric_cols, dtype=np.int64), cuts, offsets)
+        return out
+
+
+@numba.njit(cache=True, parallel=True)
+def _slots_in_place(X, columns, cuts, offsets):
+    """Replace numeric values by ``searchsorted(cuts, x, 'left')``; NaN stays NaN."""
+    n = X.shape[0]
+    for k in numba.prange(len(columns)):
+        j = columns[k]
+        c = cuts[offsets[j]:offsets[j + 1]]
+        m = len(c)
+        for i in range(n):
+            x = X[i, j]
+            if x != x:
+                continue
+            lo, hi = 0, m
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if c[mid] < x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            X[i, j] = lo

@@ -1,0 +1,10 @@
+"""Where rows live, and how one pass over them is made.
+
+Every source yields Arrow record batches in a stable order and counts its
+passes; see :class:`storage.base.Source`.
+"""
+from .base import PassTask, Source, SourceError
+from .memory import TableSource, as_table
+from .parquet import MissingPathError, ParquetSource
+
+__all__ = ["Source", "PassTask", "SourceError", "MissingPathError", "ParquetSource", "TableSource", "as_table"]

@@ -1,0 +1,86 @@
+"""The Source protocol: where rows live and how one pass over them is made.
+
+A pass is the unit of cost of the whole engine, so every pass over every
+source goes through :meth:`Source.run_pass`, which counts it.  A pass is a
+small map/merge task (:class:`PassTask`): local sources fold the batches into
+one state in order; distributed sources (Dask) run the same task per
+partition and merge the partial states.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Protocol, Sequence
+
+import pyarrow as pa
+
+
+class SourceError(ValueError):
+    """Bad input in a data source; the message names the file, column or value."""
+
+
+class PassTask(Protocol):
+    """What one pass computes: ``new_state``, ``update`` per batch, ``merge``.
+
+    ``update(state, batch, first_row)`` receives the global index of the
+    batch's first row, so row identities are stable across batch sizes and
+    file layouts.
+    """
+
+    def new_state(self) -> Any: ...
+
+    def update(self, state: Any, batch: pa.RecordBatch, first_row: int) -> Any: ...
+
+    def merge(self, a: Any, b: Any) -> Any: ...
+
+
+@dataclass
+class Source:
+    """Base of all sources: a schema, ordered record batches, a pass counter.
+
+    Subclasses implement :meth:`_batches`; everything else (counting passes,
+    folding a :class:`PassTask`) lives here once.
+    """
+
+    n_passes: int = field(default=0, init=False)
+
+    # -- to implement -------------------------------------------------
+    @property
+    def schema(self) -> pa.Schema:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def description(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    # -- shared --------------------------------------------------------
+    def check_columns(self, columns: Sequence[str]) -> None:
+        names = set(self.schema.names)
+        for c in columns:
+            if c not in names:
+                raise SourceError(
+                    f"column {c!r} not found in {self.description}; "
+                    f"available columns: {', '.join(self.schema.names)}")
+
+    def scan(self, columns: Sequence[str], batch_size: int = 65536) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """One counted pass: yields ``(first_row, batch)`` in a stable row order."""
+        self.check_columns(columns)
+        self.n_passes += 1
+        first = 0
+        for batch in self._batches(list(columns), batch_size):
+            if batch.num_rows == 0:
+                continue
+            yield first, batch
+            first += batch.num_rows
+
+    def run_pass(self, task: PassTask, columns: Sequence[str], batch_size: int = 65536,
+                 progress: Callable[[int], None] | None = None) -> Any:
+        """Run ``task`` over every row in one counted pass and return its state."""
+        state = task.new_state()
+        for first, batch in self.scan(columns, batch_size):
+            state = task.update(state, batch, first)
+            if progress is not None:
+                progress(batch.num_rows)
+        return state

@@ -1,0 +1,116 @@
+"""Parquet files, folders, globs and hive-partitioned trees (pyarrow.dataset)."""
+from __future__ import annotations
+
+import glob as globmod
+import os
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from .base import Source, SourceError
+
+
+class MissingPathError(SourceError, FileNotFoundError):
+    """A path given as data does not exist."""
+
+
+def _expand(path) -> list[str]:
+    """Files behind ``path``: a file, a folder (recursively), a glob, or a list of those."""
+    if isinstance(path, (list, tuple)):
+        if not path:
+            raise SourceError("an empty list of Parquet paths was given")
+        out: list[str] = []
+        for p in path:
+            out.extend(_expand(p))
+        return out
+    path = os.fspath(path)
+    if any(ch in path for ch in "*?["):
+        files = sorted(f for f in globmod.glob(path, recursive=True) if os.path.isfile(f))
+        if not files:
+            raise MissingPathError(f"no file matches the pattern {path!r}")
+        return files
+    if os.path.isdir(path):
+        files = []
+        for root, dirs, names in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+            files.extend(os.path.join(root, n) for n in names
+                         if not n.startswith((".", "_")) and not n.endswith((".crc", ".tmp")))
+        files.sort()
+        if not files:
+            raise SourceError(f"the folder {path!r} holds no data files")
+        return files
+    if os.path.isfile(path):
+        return [path]
+    raise MissingPathError(f"no such file or folder: {path!r}")
+
+
+@dataclass
+class ParquetSource(Source):
+    """Rows in Parquet files, read in bounded record batches.
+
+    Parameters
+    ----------
+    path : str, path-like or list of them
+        A file, a folder (read recursively, files in sorted order), a glob
+        pattern (``"data/*.parquet"``, ``"data/**/*.parquet"``) or a list.
+    partitioning : str or None, default="hive"
+        How folder names become columns (``year=2024/``); ``None`` for none.
+
+    Notes
+    -----
+    The row order, and so each row's stable identity (its global index), is
+    the sorted file order and the row order inside each file.
+    """
+
+    path: object = None
+    partitioning: str | None = "hive"
+    files: list[str] = field(default=None, init=False, repr=False)
+    _dataset: ds.Dataset = field(default=None, init=False, repr=False)
+
+    def __post_init__(self):
+        self.files = _expand(self.path)
+        base = os.fspath(self.path) if isinstance(self.path, (str, os.PathLike)) and os.path.isdir(
+            os.fspath(self.path)) else None
+        try:
+            self._dataset = ds.dataset(self.files, format="parquet", partitioning=self.partitioning,
+                                       partition_base_dir=base)
+        except (pa.ArrowInvalid, OSError) as exc:
+            bad = self._find_unreadable()
+            raise SourceError(f"cannot read Parquet file {bad or self.files[0]!r}: {_first_line(exc)}") from None
+
+    def _find_unreadable(self) -> str | None:
+        import pyarrow.parquet as pq
+        for f in self.files:
+            try:
+                pq.read_metadata(f)
+            except Exception:
+                return f
+        return None
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._dataset.schema
+
+    @property
+    def description(self) -> str:
+        if isinstance(self.path, (list, tuple)):
+            return f"Parquet files {self.files[0]!r} and {len(self.files) - 1} more"
+        return f"Parquet data {os.fspath(self.path)!r}"
+
+    def count_rows(self) -> int:
+        return sum(f.metadata.num_rows for f in self._dataset.get_fragments())
+
+    def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        for fragment in self._dataset.get_fragments():
+            try:
+                yield from fragment.to_batches(schema=self._dataset.schema, columns=list(columns),
+                                               batch_size=batch_size, use_threads=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
+                raise SourceError(f"cannot read Parquet file {fragment.path!r}: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
