@@ -255,7 +255,7 @@ def _iter_batches(n_rows, function, seed, perturbation, batch_rows, start) -> It
         pieces = []
         i = pos
         while i < end:
-            k = 0
+            k = i // _BLOCK_ROWS
             if k != cache_k:
                 cache_k, cache = k, _generate_block(seed, function, k, perturbation)
             lo = i - k * _BLOCK_ROWS

@@ -133,6 +133,11 @@ def test_start_is_slice_of_longer_table():
     long = agrawal_table(250_000, function=5, seed=1)
     for start, n in ((0, 10), (99_990, 30), (123_456, 100_000), (199_999, 50_001)):
         assert agrawal_table(n, function=5, seed=1, start=start).equals(long.slice(start, n))
+    # each 100,000-row block has its own stream: blocks do not repeat
+    assert not long.slice(0, 1_000).equals(long.slice(100_000, 1_000))
+    # and the function is part of the seed
+    assert not np.array_equal(agrawal_table(1_000, function=1, seed=1).column("salary").to_numpy(),
+                              agrawal_table(1_000, function=2, seed=1).column("salary").to_numpy())
 
 
 def test_batches_independent_of_chunking():
