@@ -136,6 +136,7 @@ class Schema:
     attributes: list[Attribute]
     label: Label | None = None
     weight: str | None = None
+    _tables: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def names(self) -> list[str]:
@@ -150,15 +151,22 @@ class Schema:
         sizes = np.array([a.n_slots + 1 for a in self.attributes], dtype=np.int64)
         return np.concatenate([[0], np.cumsum(sizes)])
 
-    def flat_cuts(self) -> tuple[np.ndarray, np.ndarray]:
-        cuts = [a.cuts.astype(np.float64) if a.kind == NUMERIC else np.empty(0) for a in self.attributes]
-        offsets = np.concatenate([[0], np.cumsum([len(c) for c in cuts])]).astype(np.int64)
-        return (np.concatenate(cuts) if cuts else np.empty(0)), offsets
+    def slot_tables(self) -> tuple:
+        """Flattened cuts and lookup grids of all attributes, for :func:`_slots_in_place` (computed once)."""
+        if self._tables is None:
+            cuts = [np.asarray(a.cuts, np.float64) if a.kind == NUMERIC else np.empty(0) for a in self.attributes]
+            lookups = [slot_lookup(c) for c in cuts]
+            offsets = np.concatenate([[0], np.cumsum([len(c) for c in cuts])]).astype(np.int64)
+            lut_offsets = np.concatenate([[0], np.cumsum([len(t) for _, _, t in lookups])]).astype(np.int64)
+            self._tables = (np.concatenate(cuts), offsets, np.array([lo for lo, _, _ in lookups]),
+                            np.array([sc for _, sc, _ in lookups]), np.concatenate([t for _, _, t in lookups]),
+                            lut_offsets)
+        return self._tables
 
     def encode(self, batch: pa.RecordBatch | pa.Table, slots: bool) -> np.ndarray:
         """An ``(n_rows, n_attributes)`` float64 matrix, slots or raw values (see module doc)."""
         n = batch.num_rows
-        out = np.empty((n, len(self.attributes)), dtype=np.float64)
+        out = np.empty((n, len(self.attributes)), dtype=np.float64, order="F")  # kernels walk columns
         numeric_cols = []
         for j, a in enumerate(self.attributes):
             col = batch.column(a.name)
@@ -168,28 +176,63 @@ class Schema:
                 out[:, j] = numeric_values(col)
                 numeric_cols.append(j)
         if slots and numeric_cols:
-            cuts, offsets = self.flat_cuts()
-            _slots_in_place(out, np.array(numeric_cols, dtype=np.int64), cuts, offsets)
+            _slots_in_place(out, np.array(numeric_cols, dtype=np.int64), *self.slot_tables())
         return out
 
 
+LUT_CELLS = 4096
+
+
+def slot_lookup(cuts: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """A uniform grid over ``[cuts[0], cuts[-1]]`` whose cell ``g`` holds the slot of the cell's
+    left edge; a value's slot is then found among the few cuts of its cell."""
+    m = len(cuts)
+    if m < 2 or cuts[-1] <= cuts[0]:
+        return 0.0, 0.0, np.zeros(1, np.int64)
+    cells = int(min(LUT_CELLS, 4 * m))
+    lo = float(cuts[0])
+    scale = cells / (float(cuts[-1]) - lo)
+    edges = lo + np.arange(cells + 1) / scale
+    return lo, scale, np.searchsorted(cuts, edges, side="left").astype(np.int64)
+
+
 @numba.njit(cache=True, parallel=True)
-def _slots_in_place(X, columns, cuts, offsets):
+def _slots_in_place(X, columns, cuts, offsets, lut_lo, lut_scale, lut, lut_offsets):
     """Replace numeric values by ``searchsorted(cuts, x, 'left')``; NaN stays NaN."""
     n = X.shape[0]
     for k in numba.prange(len(columns)):
         j = columns[k]
         c = cuts[offsets[j]:offsets[j + 1]]
+        table = lut[lut_offsets[j]:lut_offsets[j + 1]]
+        cells = len(table) - 1
         m = len(c)
+        lo = lut_lo[j]
+        scale = lut_scale[j]
         for i in range(n):
             x = X[i, j]
             if x != x:
                 continue
-            lo, hi = 0, m
-            while lo < hi:
-                mid = (lo + hi) >> 1
+            if m == 0 or x <= c[0]:
+                X[i, j] = 0.0
+                continue
+            if x > c[m - 1]:
+                X[i, j] = m
+                continue
+            if cells > 0:
+                g = int((x - lo) * scale)
+                g = min(max(g, 0), cells - 1)
+                base, top = table[g], table[g + 1]
+            else:
+                base, top = 0, m
+            # binary search in the cell, then exact correction against any rounding of g
+            while base < top:
+                mid = (base + top) >> 1
                 if c[mid] < x:
-                    lo = mid + 1
+                    base = mid + 1
                 else:
-                    hi = mid
-            X[i, j] = lo
+                    top = mid
+            while base > 0 and c[base - 1] >= x:
+                base -= 1
+            while base < m and c[base] < x:
+                base += 1
+            X[i, j] = base
