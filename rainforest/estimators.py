@@ -289,8 +289,11 @@ class DecisionTreeClassifier(ParamsMixin):
             source = to_source(X)
             source.check_columns([target])
             pred = self.predict(source)
-            y = np.concatenate([b.column(0).to_numpy(zero_copy_only=False)
-                                for _, b in source.scan([target])])
+            labels = [b.column(0) for _, b in source.scan([target])]
+            nulls = sum(col.null_count for col in labels)
+            if nulls:
+                raise DataError(f"the target column {target!r} of {source.description} has {nulls} null values")
+            y = np.concatenate([col.to_numpy(zero_copy_only=False) for col in labels])
             return float(np.mean(pred == y))
         return float(np.mean(self.predict(X) == np.asarray(y)))
 

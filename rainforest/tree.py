@@ -301,6 +301,8 @@ def write_atomic(path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename: never half-written."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"cannot write {path!r}: the folder {folder!r} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -1,0 +1,557 @@
+"""The ``rainforest`` command line: demo, train, predict, evaluate, inspect.
+
+Every subcommand streams its data out of core (Parquet files, folders or
+globs), so the data may be larger than memory. Bad input ends in one line
+``rainforest: error: <message>`` on stderr and exit status 2 (the same status
+argparse uses for usage errors); Ctrl-C ends with status 130. Output files
+(models, predictions) are written atomically: a failed command leaves none
+behind, half-written or otherwise.
+
+Heavy modules (Numba kernels, pyarrow) are imported by the subcommands, not
+at import time, so ``rainforest --help`` answers at once.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+PROG = "rainforest"
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+# -- argument types --------------------------------------------------------------
+def _int_at_least(least: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {least}, got {text!r}")
+        return value
+
+    parse.__name__ = f"integer >= {least}"
+    return parse
+
+
+def _count_or_fraction(least: int):
+    """An integer >= ``least`` or a fraction in (0, 1] (as the estimator's min_samples_*)."""
+    def parse(text: str):
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected an integer or a fraction, got {text!r}") from None
+            if not 0.0 < value <= 1.0:
+                raise argparse.ArgumentTypeError(f"a fraction must be in (0, 1], got {text!r}")
+            return value
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {least} or a fraction in (0, 1], got {text!r}")
+        return value
+
+    parse.__name__ = "count or fraction"
+    return parse
+
+
+def _n_jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-zero integer, got {text!r}") from None
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be a non-zero integer (-1: all cores)")
+    return value
+
+
+def _size(text: str) -> str:
+    from .budget import parse_bytes
+
+    try:
+        parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+# -- parser ------------------------------------------------------------------------
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keep the description's and the epilog's lines as written."""
+
+
+def _subparser(sub, name: str, summary: str, description: str, epilog: str):
+    return sub.add_parser(name, help=summary, description=f"{summary}\n\n{description}",
+                          epilog=epilog, formatter_class=_Formatter)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Out-of-core decision trees: train on Parquet data of any size, "
+                    "predict, evaluate and inspect models.",
+        epilog="examples:\n"
+               "  rainforest demo --rows 200000\n"
+               "  rainforest train data/train/ --target label --model model.json\n"
+               "  rainforest predict model.json data/new/ --out predictions.parquet\n"
+               "  rainforest evaluate model.json data/test/\n"
+               "  rainforest inspect model.json --max-depth 3\n\n"
+               "Run 'rainforest COMMAND --help' for the options of a command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    from . import __version__
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    sub.required = True
+
+    # demo
+    p = _subparser(
+        sub, "demo", "Generate a synthetic data set, train a tree on it out of core and test it.",
+        "Writes Agrawal 'loan applicant' data (9 attributes, label column 'class') as Parquet\n"
+        "files: 80% of the rows for training (8 files) and 20% held out for testing (2 files).\n"
+        "A decision tree is trained by streaming over the training files, then scored on the\n"
+        "held-out files. The data goes to a temporary folder that is removed afterwards,\n"
+        "unless --keep names a folder to keep it in.",
+        "example:\n  rainforest demo --rows 200000 --max-depth 8 --keep /tmp/agrawal")
+    p.add_argument("--rows", type=_int_at_least(10), default=1_000_000, metavar="N",
+                   help="rows to generate in all (default: 1000000)")
+    p.add_argument("--function", type=int, choices=range(1, 11), default=1, metavar="{1..10}",
+                   help="which of Agrawal's ten classification functions labels the rows (default: 1)")
+    p.add_argument("--max-depth", type=_int_at_least(1), default=10, metavar="N",
+                   help="maximum depth of the tree (default: 10)")
+    p.add_argument("--max-bins", type=_int_at_least(2), default=255, metavar="N",
+                   help="numeric attributes are cut into at most this many bins (default: 255)")
+    p.add_argument("--memory-budget", type=_size, default="1GB", metavar="SIZE",
+                   help="bound on the memory the training passes use, e.g. 512MB, 2GiB (default: 1GB)")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, metavar="N",
+                   help="seed of the generated data (default: 0)")
+    p.add_argument("--keep", metavar="DIR", default=None,
+                   help="write the data to DIR/train and DIR/test and keep it (default: a temporary folder)")
+    p.set_defaults(func=cmd_demo)
+
+    # train
+    p = _subparser(
+        sub, "train", "Train a decision tree on Parquet data and save it as a JSON model.",
+        "DATA is a Parquet file, a folder of Parquet files (read recursively) or a glob such as\n"
+        "'data/*.parquet'. Rows are streamed in batches, so DATA may be larger than memory; each\n"
+        "level of the tree costs about one pass over it. All columns except the target (and the\n"
+        "weight) are features unless --features names them. String and boolean columns are\n"
+        "categorical; name integer columns with --categorical to make them categorical too.",
+        "examples:\n"
+        "  rainforest train data/train/ --target label --model model.json\n"
+        "  rainforest train 'data/*.parquet' --target y --model m.json --max-depth 8 --exact \\\n"
+        "      --categorical zipcode car --memory-budget 512MB")
+    p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with the training rows")
+    p.add_argument("--target", required=True, metavar="COL", help="the label column")
+    p.add_argument("--model", required=True, metavar="PATH", help="where to write the model (JSON)")
+    p.add_argument("--criterion", choices=["gini", "entropy", "gain_ratio"], default="gini",
+                   help="split quality: Gini index (CART), information gain (ID3) or gain ratio (C4.5) "
+                        "(default: gini)")
+    p.add_argument("--categorical-split", choices=["binary", "multiway"], default="binary",
+                   help="categorical attributes split in two subsets, or one branch per category "
+                        "(default: binary)")
+    p.add_argument("--max-depth", type=_int_at_least(1), default=None, metavar="N",
+                   help="maximum depth of the tree (default: grow until the leaves are pure)")
+    bins = p.add_mutually_exclusive_group()
+    bins.add_argument("--max-bins", type=_int_at_least(2), default=255, metavar="N",
+                      help="numeric attributes are cut into at most this many quantile bins, fast "
+                           "(default: 255)")
+    bins.add_argument("--exact", action="store_true",
+                      help="exact split points between adjacent values instead of bins (as CART/C4.5)")
+    p.add_argument("--min-samples-leaf", type=_count_or_fraction(1), default=1, metavar="N",
+                   help="fewest rows in each child of a split; a float is a fraction of the rows "
+                        "(default: 1)")
+    p.add_argument("--min-samples-split", type=_count_or_fraction(2), default=2, metavar="N",
+                   help="fewest rows a node needs to be split; a float is a fraction of the rows "
+                        "(default: 2)")
+    p.add_argument("--memory-budget", type=_size, default="1GB", metavar="SIZE",
+                   help="bound on the memory one pass uses, e.g. 512MB, 2GiB (default: 1GB)")
+    p.add_argument("--batch-size", type=_int_at_least(1), default=None, metavar="N",
+                   help="rows per record batch (default: derived from the memory budget)")
+    p.add_argument("--categorical", nargs="+", metavar="COL", default=None,
+                   help="columns to treat as categorical besides string and boolean ones")
+    p.add_argument("--features", nargs="+", metavar="COL", default=None,
+                   help="feature columns (default: all but the target and the weight)")
+    p.add_argument("--weight", metavar="COL", default=None, help="column of row weights")
+    p.add_argument("--class-weight", choices=["balanced"], default=None,
+                   help="weight classes inversely to their frequency")
+    p.add_argument("--n-jobs", type=_n_jobs, default=-1, metavar="N",
+                   help="threads; -1 uses all cores (default: -1)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="print one line per pass over the data")
+    p.set_defaults(func=cmd_train)
+
+    # predict
+    p = _subparser(
+        sub, "predict", "Predict the class of every row of Parquet data with a saved model.",
+        "Writes a Parquet file with one row per input row, in the input's row order: the column\n"
+        "'prediction' and, with --proba, one column 'proba_<class>' per class. The file is\n"
+        "written atomically (a temporary file renamed into place); the input may hold extra\n"
+        "columns, such as the label, which are ignored.",
+        "example:\n  rainforest predict model.json data/new/ --out predictions.parquet --proba")
+    p.add_argument("model", metavar="MODEL", help="model file written by 'rainforest train'")
+    p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with the rows to predict")
+    p.add_argument("--out", required=True, metavar="PATH", help="Parquet file to write")
+    p.add_argument("--proba", action="store_true", help="also write the probability of each class")
+    p.set_defaults(func=cmd_predict)
+
+    # evaluate
+    p = _subparser(
+        sub, "evaluate", "Measure a saved model on labelled Parquet data.",
+        "Prints accuracy, error rate, the confusion matrix (rows: true class, columns: predicted\n"
+        "class) and per-class precision, recall and F1. Rows with a missing label are skipped\n"
+        "and counted.",
+        "example:\n  rainforest evaluate model.json data/test/ --target label")
+    p.add_argument("model", metavar="MODEL", help="model file written by 'rainforest train'")
+    p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with labelled rows")
+    p.add_argument("--target", metavar="COL", default=None,
+                   help="the label column (default: the column the model was trained on)")
+    p.set_defaults(func=cmd_evaluate)
+
+    # inspect
+    p = _subparser(
+        sub, "inspect", "Show a saved model: its tree, size, classes and feature importances.",
+        "Prints the tree as indented text, then its node count, depth, leaves, classes and the\n"
+        "features ranked by importance (normalised total impurity decrease). --rules prints the\n"
+        "tree as IF-THEN rules with their coverage and accuracy on the training rows instead.",
+        "examples:\n  rainforest inspect model.json --max-depth 3\n  rainforest inspect model.json --rules")
+    p.add_argument("model", metavar="MODEL", help="model file written by 'rainforest train'")
+    p.add_argument("--rules", action="store_true", help="print IF-THEN rules, one per leaf, instead of the tree")
+    p.add_argument("--max-depth", type=_int_at_least(0), default=None, metavar="N",
+                   help="print the tree only down to this depth (default: all of it)")
+    p.set_defaults(func=cmd_inspect)
+    return parser
+
+
+# -- helpers -------------------------------------------------------------------------
+def _out(*lines) -> None:
+    for line in lines:
+        print(line)
+
+
+def _check_output_path(path: str, what: str) -> None:
+    """Fail before any work when ``path`` cannot be written (missing folder, a folder itself)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"cannot write the {what} {path!r}: the folder {folder!r} does not exist")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"cannot write the {what} {path!r}: it is a folder")
+
+
+def _peak_rss_mb() -> float | None:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 1e6 if sys.platform == "darwin" else rss * 1024 / 1e6  # bytes on macOS, KiB on Linux
+
+
+def _seconds(t: float) -> str:
+    return f"{t:.2f} s" if t < 120 else f"{t / 60:.1f} min"
+
+
+def _load(path: str):
+    from . import load
+
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"the model {path!r} is a folder, not a model file")
+    return load(path)
+
+
+def _tree_summary(tree) -> list[str]:
+    return [f"nodes:  {tree.node_count}", f"depth:  {tree.max_depth}", f"leaves: {tree.n_leaves}"]
+
+
+# -- demo ------------------------------------------------------------------------------
+def cmd_demo(args) -> int:
+    from . import DecisionTreeClassifier
+    from .datasets import write_agrawal_parquet
+
+    n_train = int(round(args.rows * 0.8))
+    n_test = args.rows - n_train
+    temp = None
+    if args.keep is not None:
+        root = args.keep
+        if os.path.exists(root) and not os.path.isdir(root):
+            raise FileExistsError(f"--keep {root!r} exists and is not a folder")
+    else:
+        temp = root = tempfile.mkdtemp(prefix="rainforest-demo-")
+    try:
+        train_dir, test_dir = os.path.join(root, "train"), os.path.join(root, "test")
+        t0 = time.perf_counter()
+        train_files = write_agrawal_parquet(train_dir, n_train, function=args.function,
+                                            n_files=min(8, n_train), seed=args.seed)
+        test_files = write_agrawal_parquet(test_dir, n_test, function=args.function,
+                                           n_files=min(2, n_test), seed=args.seed, start=n_train)
+        gen_time = time.perf_counter() - t0
+        where = root if temp is None else f"{root} (temporary, removed at the end)"
+        _out(f"dataset: Agrawal function {args.function}, seed {args.seed}, {args.rows:,} rows in "
+             f"{len(train_files) + len(test_files)} Parquet files, written in {_seconds(gen_time)}",
+             f"  train: {n_train:,} rows in {len(train_files)} files  {train_dir}",
+             f"  test:  {n_test:,} rows in {len(test_files)} files  {test_dir}",
+             f"  where: {where}", "")
+        clf = DecisionTreeClassifier(max_depth=args.max_depth, max_bins=args.max_bins,
+                                     memory_budget=args.memory_budget)
+        _out(f"training {clf!r} out of core ...")
+        sys.stdout.flush()
+        t0 = time.perf_counter()
+        clf.fit(train_dir, target="class")
+        fit_time = time.perf_counter() - t0
+        accuracy = clf.score(test_dir, target="class")
+        tree = clf.tree_
+        _out("", "top of the tree (3 levels):", clf.export_text(max_depth=3).rstrip("\n"), "",
+             f"nodes:         {tree.node_count} ({tree.n_leaves} leaves, depth {tree.max_depth})",
+             f"test accuracy: {accuracy:.4f} on {n_test:,} held-out rows",
+             f"passes:        {clf.n_passes_} over the training data ({len(clf.n_passes_per_level_)} tree "
+             f"levels)",
+             f"fit time:      {_seconds(fit_time)}")
+        peak = _peak_rss_mb()
+        if peak is not None:
+            _out(f"peak memory:   {peak:.0f} MB (peak resident set size of this process)")
+        if temp is None:
+            _out(f"data kept in:  {root}")
+    finally:
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+    return 0
+
+
+# -- train -----------------------------------------------------------------------------
+def cmd_train(args) -> int:
+    from . import DecisionTreeClassifier
+
+    _check_output_path(args.model, "model")
+    clf = DecisionTreeClassifier(
+        criterion=args.criterion, categorical_split=args.categorical_split,
+        max_bins=None if args.exact else args.max_bins, max_depth=args.max_depth,
+        min_samples_split=args.min_samples_split, min_samples_leaf=args.min_samples_leaf,
+        class_weight=args.class_weight,
+        categorical_features=args.categorical if args.categorical else "auto",
+        memory_budget=args.memory_budget, batch_size=args.batch_size, n_jobs=args.n_jobs,
+        verbose=args.verbose)
+    t0 = time.perf_counter()
+    clf.fit(args.data, target=args.target, sample_weight=args.weight, features=args.features)
+    fit_time = time.perf_counter() - t0
+    clf.save(args.model)
+    tree = clf.tree_
+    _out(f"trained on {clf.n_rows_:,} rows, {clf.n_features_in_} features, {len(clf.classes_)} classes "
+         f"from {args.data}",
+         *_tree_summary(tree),
+         f"passes: {clf.n_passes_}",
+         f"time:   {_seconds(fit_time)}",
+         f"model:  {args.model}")
+    return 0
+
+
+# -- predict ---------------------------------------------------------------------------
+def _scan(clf, data: str, extra: list[str]):
+    """Batches of ``data`` holding the model's features and ``extra`` columns (one counted pass)."""
+    import pyarrow as pa
+
+    from .inputs import to_source
+
+    source = to_source(data)
+    columns = list(clf.tree_.feature_names) + [c for c in extra if c not in clf.tree_.feature_names]
+    source.check_columns(columns)
+    for _, batch in source.scan(columns, 65536):
+        yield pa.Table.from_batches([batch])
+
+
+def cmd_predict(args) -> int:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    clf = _load(args.model)
+    _check_output_path(args.out, "output file")
+    out = os.path.abspath(args.out)
+    classes = clf.classes_
+    names = ["prediction"] + ([f"proba_{c}" for c in classes] if args.proba else [])
+    if len(set(names)) != len(names):
+        raise ValueError(f"the classes {list(classes)!r} give clashing column names {names!r}")
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(out)}.", suffix=".tmp", dir=os.path.dirname(out))
+    os.close(fd)
+    n_rows = 0
+    try:
+        writer = None
+        try:
+            for table in _scan(clf, args.data, []):
+                proba = clf.predict_proba(table)
+                cols = [pa.array(classes[np.argmax(proba, axis=1)])]
+                if args.proba:
+                    cols += [pa.array(proba[:, k]) for k in range(len(classes))]
+                batch = pa.table(cols, names=names)
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, batch.schema)
+                writer.write_table(batch)
+                n_rows += batch.num_rows
+            if writer is None:  # no rows at all: still a valid, empty file
+                pred_type = pa.array(classes[:0]).type
+                schema = pa.schema([("prediction", pred_type)] + [(n, pa.float64()) for n in names[1:]])
+                writer = pq.ParquetWriter(tmp, schema)
+        finally:
+            if writer is not None:
+                writer.close()
+        os.replace(tmp, out)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    _out(f"wrote {n_rows:,} predictions to {args.out}")
+    return 0
+
+
+# -- evaluate -------------------------------------------------------------------------
+def confusion_matrix(clf, data: str, target: str):
+    """Stream ``data`` once; return ``(labels, matrix, n_missing_labels)``.
+
+    ``labels`` are the model's classes followed by any other label found in
+    the data; ``matrix[i, j]`` counts rows of true class ``labels[i]`` predicted
+    as ``labels[j]``.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    labels = [c.item() if isinstance(c, np.generic) else c for c in clf.classes_]
+    index = {c: i for i, c in enumerate(labels)}
+    cm = np.zeros((len(labels), len(labels)), np.int64)
+    n_missing = 0
+    for table in _scan(clf, data, [target]):
+        y = table.column(target)
+        valid = pc.is_valid(y)
+        n_valid = pc.sum(valid).as_py() or 0
+        if n_valid < table.num_rows:
+            n_missing += table.num_rows - n_valid
+            table = table.filter(valid)
+            y = table.column(target)
+        if table.num_rows == 0:
+            continue
+        pred = np.argmax(clf.predict_proba(table), axis=1)
+        uniq = pc.unique(y)
+        for v in uniq.to_pylist():
+            if v not in index:
+                index[v] = len(labels)
+                labels.append(v)
+        if len(labels) > cm.shape[0]:
+            grown = np.zeros((len(labels), len(labels)), np.int64)
+            grown[:cm.shape[0], :cm.shape[1]] = cm
+            cm = grown
+        to_global = np.array([index[v] for v in uniq.to_pylist()], np.int64)
+        true = to_global[pc.index_in(y, value_set=uniq).to_numpy(zero_copy_only=False).astype(np.int64)]
+        np.add.at(cm, (true, pred), 1)
+    return labels, cm, n_missing
+
+
+def _ratio(a, b):
+    import numpy as np
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
+
+
+def _fmt(x: float) -> str:
+    return "-" if x != x else f"{x:.4f}"
+
+
+def cmd_evaluate(args) -> int:
+    import numpy as np
+
+    clf = _load(args.model)
+    target = args.target or clf.tree_.target
+    labels, cm, n_missing = confusion_matrix(clf, args.data, target)
+    total = int(cm.sum())
+    if total == 0:
+        raise ValueError(f"{args.data!r} holds no row with a label in column {target!r}")
+    correct = int(np.trace(cm))
+    accuracy = correct / total
+    _out(f"rows:       {total:,}" + (f" ({n_missing:,} rows with a missing label skipped)" if n_missing else ""),
+         f"accuracy:   {accuracy:.6f}  ({correct:,} of {total:,} correct)",
+         f"error rate: {1 - accuracy:.6f}  ({total - correct:,} wrong)", "")
+    names = [str(c) for c in labels]
+    width = max([len(n) for n in names] + [len(f"{int(cm.max()):,}"), len("macro avg")])
+    _out("confusion matrix (rows: true class, columns: predicted class):",
+         " " * (width + 2) + " ".join(f"{n:>{width}}" for n in names))
+    for n, row in zip(names, cm):
+        _out(f"{n:>{width}}  " + " ".join(f"{int(v):>{width},}" for v in row))
+    tp = np.diag(cm).astype(np.float64)
+    precision = _ratio(tp, cm.sum(axis=0))
+    recall = _ratio(tp, cm.sum(axis=1))
+    support = cm.sum(axis=1)
+    p0, r0 = np.nan_to_num(precision), np.nan_to_num(recall)  # undefined counts as 0, as scikit-learn
+    present = (support > 0) | (cm.sum(axis=0) > 0)  # labelled or predicted, as scikit-learn's labels
+    f1 = np.where(present, np.nan_to_num(_ratio(2 * p0 * r0, p0 + r0)), np.nan)
+    _out("", f"{'class':>{width}}  {'precision':>9}  {'recall':>9}  {'f1':>9}  {'support':>9}")
+    for k, n in enumerate(names):
+        _out(f"{n:>{width}}  {_fmt(precision[k]):>9}  {_fmt(recall[k]):>9}  {_fmt(f1[k]):>9}  "
+             f"{int(support[k]):>9,}")
+    if present.any():
+        macro = [float(np.mean(m[present])) for m in (p0, r0, np.nan_to_num(f1))]
+        _out(f"{'macro avg':>{width}}  {_fmt(macro[0]):>9}  {_fmt(macro[1]):>9}  {_fmt(macro[2]):>9}  "
+             f"{total:>9,}")
+    if np.isnan(precision).any() or np.isnan(recall).any():
+        _out("('-': undefined, no row is predicted as / labelled with that class; the macro average "
+             "counts it as 0, as scikit-learn's zero_division=0)")
+    return 0
+
+
+# -- inspect --------------------------------------------------------------------------
+def cmd_inspect(args) -> int:
+    import numpy as np
+
+    clf = _load(args.model)
+    tree = clf.tree_
+    if args.rules:
+        _out(tree.export_rules().rstrip("\n"))
+    else:
+        _out(tree.export_text(max_depth=args.max_depth).rstrip("\n"))
+    _out("", f"model:     {args.model} ({clf!r})",
+         f"criterion: {tree.criterion}", f"target:    {tree.target}",
+         f"nodes:     {tree.node_count}", f"depth:     {tree.max_depth}", f"leaves:    {tree.n_leaves}",
+         f"classes:   {', '.join(str(c) for c in tree.classes)}")
+    if clf.n_passes_ is not None:
+        _out(f"passes:    {clf.n_passes_} (made by the fit that produced it)")
+    importances = tree.feature_importances()
+    width = max(len(str(n)) for n in tree.feature_names)
+    _out("", f"features ({tree.n_features}), by importance:")
+    for j in np.argsort(-importances, kind="stable"):
+        _out(f"  {str(tree.feature_names[j]):<{width}}  {tree.feature_kinds[j]:<11}  {importances[j]:.4f}")
+    return 0
+
+
+# -- entry point --------------------------------------------------------------------------
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+    if isinstance(exc, KeyError):  # str(KeyError) quotes the key
+        text = f"missing key {text}"
+    return text or type(exc).__name__
+
+
+def main(argv=None) -> int:
+    """Run the command line; return the exit status (0 ok, 2 error, 130 interrupted)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. `rainforest inspect m.json | head`
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        return 1
+    except (ValueError, OSError) as exc:
+        # DataError, SourceError, BudgetError are ValueErrors; MissingPathError a FileNotFoundError.
+        sys.stdout.flush()
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

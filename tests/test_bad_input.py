@@ -1,0 +1,171 @@
+"""Bad input: one clear exception naming the culprit, nothing written, inputs untouched."""
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rainforest import BudgetError, DataError, DecisionTreeClassifier, load
+from storage import MissingPathError, SourceError
+
+
+def _listing(folder):
+    return sorted((p, os.path.getsize(os.path.join(r, p)), os.path.getmtime(os.path.join(r, p)))
+                  for r, _, files in os.walk(folder) for p in files)
+
+
+def _good(n=200):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=n)
+    return pa.table({"x": x, "c": pa.array(np.where(x > 0, "p", "n")), "y": (x > 0.3).astype(np.int64)})
+
+
+def _fails(folder, exc_type, *needles, **fit):
+    """Fit on ``folder``; assert one exception of our own naming every needle, and no file changed."""
+    before = _listing(folder)
+    with pytest.raises(exc_type) as info:
+        DecisionTreeClassifier().fit(**fit)
+    message = str(info.value)
+    for needle in needles:
+        assert needle in message, message
+    assert info.value.__cause__ is None and info.value.__suppress_context__ or info.value.__context__ is None
+    assert _listing(folder) == before
+    return message
+
+
+def test_missing_path(tmp_path):
+    msg = _fails(tmp_path, MissingPathError, "nowhere.parquet", X=str(tmp_path / "nowhere.parquet"), target="y")
+    assert isinstance(FileNotFoundError(), OSError) and issubclass(MissingPathError, FileNotFoundError)
+    assert "no such file" in msg
+
+
+def test_glob_matching_nothing(tmp_path):
+    _fails(tmp_path, MissingPathError, "*.parquet", X=str(tmp_path / "*.parquet"), target="y")
+
+
+def test_empty_dataset(tmp_path):
+    pq.write_table(_good().slice(0, 0), tmp_path / "empty.parquet")
+    _fails(tmp_path, DataError, "no rows", X=str(tmp_path), target="y")
+
+
+def test_empty_folder(tmp_path):
+    (tmp_path / "data").mkdir()
+    _fails(tmp_path, SourceError, "data", X=str(tmp_path / "data"), target="y")
+
+
+def test_missing_target_column(tmp_path):
+    pq.write_table(_good(), tmp_path / "d.parquet")
+    _fails(tmp_path, DataError, "'label'", "available columns", X=str(tmp_path), target="label")
+
+
+def test_nulls_in_the_target(tmp_path):
+    t = _good()
+    y = pa.array([None if i == 17 else v for i, v in enumerate(t.column("y").to_pylist())])
+    pq.write_table(t.set_column(2, "y", y), tmp_path / "d.parquet")
+    _fails(tmp_path, DataError, "'y'", "null", X=str(tmp_path), target="y")
+
+
+def test_nan_in_the_target(tmp_path):
+    t = _good()
+    y = t.column("y").to_numpy().astype(float)
+    y[3] = np.nan
+    pq.write_table(t.set_column(2, "y", pa.array(y)), tmp_path / "d.parquet")
+    _fails(tmp_path, DataError, "'y'", "NaN", X=str(tmp_path), target="y")
+
+
+def test_single_class(tmp_path):
+    t = _good()
+    pq.write_table(t.set_column(2, "y", pa.array(["same"] * t.num_rows)), tmp_path / "d.parquet")
+    _fails(tmp_path, DataError, "single class", "'same'", X=str(tmp_path), target="y")
+
+
+@pytest.mark.parametrize("column", [pa.array([[1, 2]] * 200), pa.array([{"a": 1}] * 200)], ids=["list", "struct"])
+def test_unsupported_column_type(tmp_path, column):
+    pq.write_table(_good().append_column("nested", column), tmp_path / "d.parquet")
+    _fails(tmp_path, DataError, "'nested'", "cannot be split on", X=str(tmp_path), target="y")
+
+
+def test_all_null_attribute(tmp_path):
+    pq.write_table(_good().append_column("empty", pa.array([None] * 200, pa.float64())), tmp_path / "d.parquet")
+    _fails(tmp_path, DataError, "'empty'", "entirely null", X=str(tmp_path), target="y")
+
+
+def test_infinity_in_an_attribute(tmp_path):
+    t = _good()
+    x = t.column("x").to_numpy().copy()
+    x[42] = np.inf
+    pq.write_table(t.set_column(0, "x", pa.array(x)), tmp_path / "d.parquet")
+    _fails(tmp_path, DataError, "'x'", "inf", "row 42", X=str(tmp_path), target="y")
+
+
+def test_nan_in_an_attribute_is_a_missing_value():
+    t = _good(1000)
+    x = t.column("x").to_numpy().copy()
+    x[::10] = np.nan
+    clf = DecisionTreeClassifier(max_depth=3).fit(t.set_column(0, "x", pa.array(x)), target="y")
+    assert clf.tree_.feature_names[clf.tree_.feature[0]] in ("x", "c")
+    assert clf.predict(pa.table({"x": [np.nan], "c": ["p"]})).shape == (1,)
+
+
+def test_corrupt_parquet_file(tmp_path):
+    for k in range(3):
+        pq.write_table(_good(), tmp_path / f"part-{k}.parquet")
+    (tmp_path / "part-1.parquet").write_bytes(b"PAR1 this is not really parquet PAR1")
+    _fails(tmp_path, SourceError, "part-1.parquet", X=str(tmp_path), target="y")
+
+
+def test_truncated_parquet_file(tmp_path):
+    for k in range(3):
+        pq.write_table(_good(), tmp_path / f"part-{k}.parquet")
+    data = (tmp_path / "part-2.parquet").read_bytes()
+    (tmp_path / "part-2.parquet").write_bytes(data[: len(data) // 2])
+    _fails(tmp_path, SourceError, "part-2.parquet", X=str(tmp_path), target="y")
+
+
+def test_bad_weights_and_params(tmp_path):
+    t = _good()
+    with pytest.raises(DataError, match="'w'"):
+        DecisionTreeClassifier().fit(t.append_column("w", pa.array(-np.ones(200))), target="y", sample_weight="w")
+    with pytest.raises(ValueError, match="criterion"):
+        DecisionTreeClassifier(criterion="mse").fit(t, target="y")
+    with pytest.raises(ValueError, match="memory_budget"):
+        DecisionTreeClassifier(memory_budget="lots").fit(t, target="y")
+    with pytest.raises(BudgetError, match="too small"):
+        DecisionTreeClassifier(memory_budget=1000).fit(t, target="y")
+    with pytest.raises(ValueError, match="max_depth"):
+        DecisionTreeClassifier(max_depth=0).fit(t, target="y")
+
+
+def test_predict_needs_the_training_columns():
+    clf = DecisionTreeClassifier().fit(_good(), target="y")
+    with pytest.raises(DataError, match="'c'"):
+        clf.predict(pa.table({"x": [0.0]}))
+
+
+def test_save_is_atomic(tmp_path, monkeypatch):
+    clf = DecisionTreeClassifier(max_depth=2).fit(_good(), target="y")
+    path = tmp_path / "model.json"
+    clf.save(path)
+    original = path.read_bytes()
+    import rainforest.tree as tree_module
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(tree_module.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        DecisionTreeClassifier(max_depth=3).fit(_good(), target="y").save(path)
+    assert path.read_bytes() == original
+    assert os.listdir(tmp_path) == ["model.json"]  # no temporary file left behind
+
+
+def test_load_rejects_what_is_not_a_model(tmp_path):
+    (tmp_path / "x.json").write_text('{"format": "something else"}')
+    with pytest.raises(ValueError, match="x.json"):
+        load(tmp_path / "x.json")
+    (tmp_path / "y.json").write_text("not json")
+    with pytest.raises(ValueError, match="y.json"):
+        load(tmp_path / "y.json")
+    with pytest.raises(FileNotFoundError, match="z.json"):
+        load(tmp_path / "z.json")

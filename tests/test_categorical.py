@@ -1,0 +1,94 @@
+"""Real categorical data with strings and nulls trains and predicts, unseen categories included."""
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import dataset_path
+from rainforest import DecisionTreeClassifier
+
+
+def _split(table: pa.Table, frac=0.8, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = rng.random(table.num_rows) < frac
+    return table.filter(pa.array(mask)), table.filter(pa.array(~mask))
+
+
+@pytest.mark.parametrize("categorical_split", ["binary", "multiway"])
+def test_adult_train_and_test(categorical_split):
+    clf = DecisionTreeClassifier(max_depth=8, categorical_split=categorical_split)
+    clf.fit(dataset_path("adult_train"), target="class")
+    assert "workclass" in clf.feature_names_in_ and clf.tree_.feature_kinds[
+        list(clf.feature_names_in_).index("workclass")] == "categorical"
+    acc = clf.score(dataset_path("adult_test"), target="class")
+    assert acc > (0.84 if categorical_split == "binary" else 0.80)  # the majority class is 76 %
+    proba = clf.predict_proba(dataset_path("adult_test"))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+
+
+def test_adult_nulls_reach_a_branch():
+    table = pq.read_table(dataset_path("adult_train"))
+    assert table.column("workclass").null_count > 0
+    clf = DecisionTreeClassifier(max_depth=10).fit(table, target="class")
+    nulls = table.filter(pc.is_null(table.column("occupation")))
+    assert nulls.num_rows > 0
+    pred = clf.predict(nulls.drop_columns(["class"]))
+    assert set(pred) <= set(clf.classes_)
+
+
+def test_mushroom_is_learned_exactly():
+    table = pq.read_table(dataset_path("mushroom"))
+    train, test = _split(table)
+    clf = DecisionTreeClassifier().fit(train, target="class")
+    assert clf.score(test.drop_columns(["class"]), test.column("class").to_numpy(zero_copy_only=False)) == 1.0
+
+
+def test_bank_marketing_mixed_types():
+    table = pq.read_table(dataset_path("bank_marketing"))
+    train, test = _split(table, seed=1)
+    clf = DecisionTreeClassifier(max_depth=6, class_weight="balanced").fit(train, target="class")
+    pred = clf.predict(test.drop_columns(["class"]))
+    y = test.column("class").to_numpy(zero_copy_only=False)
+    minority = clf.classes_[np.argmin([np.sum(y == c) for c in clf.classes_])]
+    recall = np.mean(pred[y == minority] == minority)
+    assert recall > 0.6  # balanced class weights find most of the rare class
+    plain = DecisionTreeClassifier(max_depth=6).fit(train, target="class")
+    assert plain.score(test.drop_columns(["class"]), y) > 0.89
+
+
+def test_unseen_categories_follow_the_majority_branch():
+    table = pq.read_table(dataset_path("adult_train"))
+    clf = DecisionTreeClassifier(max_depth=4).fit(table, target="class")
+    X = table.drop_columns(["class"]).slice(0, 200)
+    strange = X.set_column(X.schema.get_field_index("workclass"), "workclass",
+                           pa.array(["Martian-employer"] * X.num_rows))
+    strange = strange.set_column(strange.schema.get_field_index("native_country"), "native_country",
+                                 pa.array(["Atlantis"] * X.num_rows))
+    pred = clf.predict(strange)
+    assert len(pred) == 200 and set(pred) <= set(clf.classes_)
+    tree = clf.tree_
+    for i in np.flatnonzero(tree.cat_offset >= 0):  # the unknown slot goes where most training rows went
+        f = tree.feature[i]
+        unknown_branch = tree.cat_branch[tree.cat_offset[i] + len(tree.categories[f])]
+        kids = tree.first_child[i] + np.arange(tree.n_children[i])
+        assert tree.n_node_samples[kids[unknown_branch]] == tree.n_node_samples[kids].max()
+
+
+def test_integer_coded_categories_on_request():
+    table = pq.read_table(dataset_path("connect_4"))
+    train, test = _split(table, seed=2)
+    cols = [c for c in table.column_names if c != "class"]
+    clf = DecisionTreeClassifier(max_depth=10, categorical_features=cols).fit(train, target="class")
+    assert set(clf.tree_.feature_kinds) == {"categorical"}
+    assert clf.score(test.drop_columns(["class"]), test.column("class").to_numpy()) > 0.7
+
+
+def test_labels_of_any_type():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    for y in (X[:, 0] > 0, np.where(X[:, 1] > 0, "up", "down"), (X[:, 2] > 0).astype(np.int64) * 7 - 3):
+        clf = DecisionTreeClassifier(max_depth=3).fit(X, y)
+        assert clf.classes_.dtype.kind == np.asarray(y).dtype.kind or set(clf.classes_) == set(y.tolist())
+        assert set(clf.predict(X).tolist()) <= set(y.tolist())
+        assert clf.score(X, y) > 0.9

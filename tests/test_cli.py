@@ -1,0 +1,240 @@
+"""The ``rainforest`` command line, run as a real subprocess on small Parquet data."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import rainforest
+from rainforest import DecisionTreeClassifier
+from rainforest import cli
+from rainforest.datasets import agrawal_table, write_agrawal_parquet
+
+TRAIN_OPTIONS = ["--max-depth", "6", "--criterion", "entropy", "--min-samples-leaf", "5", "--max-bins", "64",
+                 "--categorical", "car", "elevel", "--memory-budget", "64MB"]
+TRAIN_PARAMS = dict(max_depth=6, criterion="entropy", min_samples_leaf=5, max_bins=64,
+                    categorical_features=["car", "elevel"], memory_budget="64MB")
+
+
+def run_cli(*args, cwd, env=None, timeout=180):
+    return subprocess.run([sys.executable, "-m", "rainforest", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def field(stdout: str, label: str) -> str:
+    """The text after ``label:`` on its line (first match)."""
+    m = re.search(rf"^\s*{re.escape(label)}:\s*(.+)$", stdout, re.MULTILINE)
+    assert m, f"no {label!r} line in:\n{stdout}"
+    return m.group(1).strip()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    train, test = root / "train", root / "test"
+    write_agrawal_parquet(train, 8000, function=2, n_files=2, seed=3)
+    write_agrawal_parquet(test, 2000, function=2, n_files=1, seed=3, start=8000)
+    # a file lacking the feature column "age"
+    noage = root / "noage.parquet"
+    pq.write_table(agrawal_table(500, function=2, seed=3).drop(["age"]), noage)
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(data):
+    """The model trained by the CLI, and the same model trained in process."""
+    model = data / "model.json"
+    r = run_cli("train", data / "train", "--target", "class", "--model", model, *TRAIN_OPTIONS, cwd=data)
+    assert r.returncode == 0, r.stderr
+    clf = DecisionTreeClassifier(**TRAIN_PARAMS).fit(str(data / "train"), target="class")
+    return model, clf, r.stdout
+
+
+def test_demo_trains_and_reports(tmp_path):
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    r = run_cli("demo", "--rows", 20000, "--max-depth", 8, cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    accuracy = float(field(r.stdout, "test accuracy").split()[0])
+    assert 0.9 < accuracy <= 1.0
+    passes = int(field(r.stdout, "passes").split()[0])
+    assert 2 <= passes <= 1 + 8 + 2  # profiling + one per level (a little slack for budget splits)
+    assert field(r.stdout, "fit time").endswith("s")
+    assert float(field(r.stdout, "peak memory").split()[0]) > 0
+    assert "16,000 rows in 8 files" in r.stdout and "4,000 rows in 2 files" in r.stdout
+    assert "|--- " in r.stdout  # the top of the tree
+    # the temporary data folder is gone
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("rainforest-demo-")]
+
+
+def test_demo_keep(tmp_path):
+    keep = tmp_path / "kept"
+    r = run_cli("demo", "--rows", 1000, "--max-depth", 3, "--function", 5, "--keep", keep, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    train = pq.read_table(keep / "train")
+    test = pq.read_table(keep / "test")
+    assert (train.num_rows, test.num_rows) == (800, 200)
+    assert len(os.listdir(keep / "train")) == 8 and len(os.listdir(keep / "test")) == 2
+    expected = agrawal_table(200, function=5, seed=0, start=800)
+    assert test.equals(expected)  # the held-out rows follow the training rows in the stream
+
+
+def test_demo_removes_its_folder_on_interrupt(tmp_path, monkeypatch, capsys):
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(DecisionTreeClassifier, "fit", interrupted)
+    assert cli.main(["demo", "--rows", "1000"]) == 130
+    assert os.listdir(tmp_path) == []
+    assert capsys.readouterr().err == "rainforest: interrupted\n"
+
+
+def test_train_matches_in_process(trained):
+    model, clf, stdout = trained
+    assert model.exists()
+    loaded = rainforest.load(model)
+    assert loaded.tree_.node_count == clf.tree_.node_count
+    np.testing.assert_array_equal(loaded.tree_.feature, clf.tree_.feature)
+    test = str(model.parent / "test")
+    np.testing.assert_array_equal(loaded.predict(test), clf.predict(test))
+    assert loaded.get_params()["criterion"] == "entropy" and loaded.get_params()["max_depth"] == 6
+    assert int(field(stdout, "nodes")) == clf.tree_.node_count
+    assert int(field(stdout, "depth")) == clf.tree_.max_depth
+    assert int(field(stdout, "passes")) == clf.n_passes_
+    assert "8,000 rows" in stdout
+
+
+def test_train_exact_and_weights(data, tmp_path):
+    model = tmp_path / "exact.json"
+    r = run_cli("train", data / "train" / "part-00000.parquet", "--target", "class", "--model", model,
+                "--exact", "--max-depth", 4, "--class-weight", "balanced", "--features", "age", "salary",
+                "--n-jobs", 1, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    clf = DecisionTreeClassifier(max_bins=None, max_depth=4, class_weight="balanced", n_jobs=1).fit(
+        str(data / "train" / "part-00000.parquet"), target="class", features=["age", "salary"])
+    loaded = rainforest.load(model)
+    assert loaded.tree_.feature_names == ["age", "salary"]
+    np.testing.assert_array_equal(loaded.tree_.threshold, clf.tree_.threshold)
+    np.testing.assert_allclose(loaded.tree_.value, clf.tree_.value)
+
+
+def test_predict_writes_one_row_per_input_row(trained, tmp_path):
+    model, clf, _ = trained
+    test = model.parent / "test"
+    out = tmp_path / "pred.parquet"
+    r = run_cli("predict", model, test, "--out", out, "--proba", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    table = pq.read_table(out)
+    assert table.column_names == ["prediction", "proba_0", "proba_1"]
+    assert table.num_rows == 2000
+    np.testing.assert_array_equal(table.column("prediction").to_numpy(), clf.predict(str(test)))
+    proba = np.column_stack([table.column("proba_0").to_numpy(), table.column("proba_1").to_numpy()])
+    np.testing.assert_allclose(proba, clf.predict_proba(str(test)))
+    assert sorted(os.listdir(tmp_path)) == ["pred.parquet"]  # no temporary file left behind
+
+    out2 = tmp_path / "plain.parquet"
+    r = run_cli("predict", model, test, "--out", out2, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert pq.read_table(out2).column_names == ["prediction"]
+
+
+def test_evaluate_matches_in_process_score(trained):
+    model, clf, _ = trained
+    test = str(model.parent / "test")
+    r = run_cli("evaluate", model, test, cwd=model.parent)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"^accuracy:\s+([0-9.]+)\s+\(([\d,]+) of ([\d,]+) correct\)", r.stdout, re.MULTILINE)
+    assert m, r.stdout
+    correct, total = int(m.group(2).replace(",", "")), int(m.group(3).replace(",", ""))
+    score = clf.score(test, target="class")
+    assert total == 2000
+    assert correct / total == pytest.approx(score, abs=1e-12)
+    assert float(m.group(1)) == pytest.approx(score, abs=1e-6)
+    assert float(field(r.stdout, "error rate").split()[0]) == pytest.approx(1 - score, abs=1e-6)
+    # the confusion matrix, row by row
+    y = pq.read_table(test).column("class").to_numpy()
+    pred = clf.predict(test)
+    macro = []
+    for k in (0, 1):
+        row = [int(np.sum((y == k) & (pred == j))) for j in (0, 1)]
+        assert re.search(rf"^\s+{k}\s+{row[0]:,}\s+{row[1]:,}\s*$", r.stdout, re.MULTILINE), (row, r.stdout)
+        tp, pp, ap = row[k], int(np.sum(pred == k)), int(np.sum(y == k))
+        precision, recall = tp / pp, tp / ap
+        f1 = 2 * precision * recall / (precision + recall)
+        assert re.search(rf"^\s+{k}\s+{precision:.4f}\s+{recall:.4f}\s+{f1:.4f}\s+{ap:,}\s*$", r.stdout,
+                         re.MULTILINE), r.stdout
+        macro.append((precision, recall, f1))
+    p, rc, f = np.mean(macro, axis=0)
+    assert re.search(rf"^\s*macro avg\s+{p:.4f}\s+{rc:.4f}\s+{f:.4f}\s+2,000\s*$", r.stdout, re.MULTILINE), r.stdout
+
+
+def test_inspect(trained):
+    model, clf, _ = trained
+    r = run_cli("inspect", model, "--max-depth", 2, cwd=model.parent)
+    assert r.returncode == 0, r.stderr
+    assert int(field(r.stdout, "nodes")) == clf.tree_.node_count
+    assert int(field(r.stdout, "leaves")) == clf.tree_.n_leaves
+    assert int(field(r.stdout, "depth")) == clf.tree_.max_depth
+    assert field(r.stdout, "classes") == "0, 1"
+    assert r.stdout.startswith(clf.export_text(max_depth=2))
+    top = clf.tree_.feature_names[int(np.argmax(clf.feature_importances_))]
+    assert re.search(rf"by importance:\n\s+{top}\s", r.stdout), r.stdout
+
+    r = run_cli("inspect", model, "--rules", cwd=model.parent)
+    assert r.returncode == 0, r.stderr
+    assert sum(line.startswith("IF ") for line in r.stdout.splitlines()) == clf.tree_.n_leaves
+
+
+def test_help_texts(capsys):
+    for command in ("demo", "train", "predict", "evaluate", "inspect"):
+        with pytest.raises(SystemExit) as e:
+            cli.main([command, "--help"])
+        assert e.value.code == 0
+        text = capsys.readouterr().out
+        assert text.startswith(f"usage: rainforest {command}")
+        assert re.search(r"^examples?:\n  rainforest " + command, text, re.MULTILINE), text
+
+
+BAD = {
+    "missing data path": ["train", "{d}/nowhere", "--target", "class", "--model", "{o}/model.json"],
+    "missing target column": ["train", "{d}/train", "--target", "label", "--model", "{o}/model.json"],
+    "missing model file": ["predict", "{d}/nowhere.json", "{d}/test", "--out", "{o}/pred.parquet"],
+    "missing feature column": ["predict", "{d}/model.json", "{d}/noage.parquet", "--out", "{o}/pred.parquet"],
+    "not a model": ["evaluate", "{d}/noage.parquet", "{d}/test"],
+    "missing evaluate target": ["evaluate", "{d}/model.json", "{d}/test", "--target", "label"],
+    "budget too small": ["train", "{d}/train", "--target", "class", "--model", "{o}/model.json", "--exact",
+                         "--memory-budget", "1KB"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_one_line_and_exit_2(case, trained, tmp_path):
+    data = trained[0].parent
+    args = [a.format(d=data, o=tmp_path) for a in BAD[case]]
+    r = run_cli(*args, cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rainforest: error: "), r.stderr
+    assert os.listdir(tmp_path) == []  # no output, no temporary file
+    key = {"missing data path": "nowhere", "missing target column": "'label'", "missing model file": "nowhere.json",
+           "missing feature column": "'age'", "not a model": "noage.parquet",
+           "missing evaluate target": "'label'", "budget too small": "memory_budget"}[case]
+    assert key in lines[0]
+
+
+@pytest.mark.parametrize("option, named", [(["--max-depth", "-3"], "--max-depth"), (["--max-bins", "1"], "--max-bins"),
+                                           (["--memory-budget", "lots"], "--memory-budget"),
+                                           (["--criterion", "chaos"], "--criterion"),
+                                           (["--exact", "--max-bins", "10"], "--max-bins")])
+def test_bad_option_is_a_usage_error(option, named, data, tmp_path):
+    r = run_cli("train", data / "train", "--target", "class", "--model", tmp_path / "m.json", *option, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.startswith("usage: rainforest train")
+    assert r.stderr.splitlines()[-1].startswith(f"rainforest train: error: argument {named}")
+    assert "Traceback" not in r.stderr
+    assert os.listdir(tmp_path) == []

@@ -1,0 +1,85 @@
+"""Out-of-core invariance and pass counts: the tree depends on the data, not on how it is read."""
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import dataset_path
+from rainforest import DecisionTreeClassifier
+from rainforest.datasets import agrawal_table
+from storage import ParquetSource
+
+
+def _write_parts(table: pa.Table, folder, n_files: int) -> str:
+    folder.mkdir()
+    bounds = np.linspace(0, table.num_rows, n_files + 1).astype(int)
+    for k in range(n_files):
+        pq.write_table(table.slice(bounds[k], bounds[k + 1] - bounds[k]), folder / f"part-{k:03d}.parquet")
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def agrawal(tmp_path_factory):
+    table = agrawal_table(30_000, function=7, seed=11)
+    base = tmp_path_factory.mktemp("agrawal")
+    return {"table": table, "one": _write_parts(table, base / "one", 1), "fifty": _write_parts(table, base / "fifty", 50)}
+
+
+@pytest.mark.parametrize("max_bins", [None, 64])
+def test_same_tree_for_any_batch_size_and_file_count(agrawal, max_bins):
+    params = dict(max_bins=max_bins, max_depth=8, binning_sample=5000)
+    trees = {
+        (files, batch): DecisionTreeClassifier(batch_size=batch, **params).fit(agrawal[files], target="class")
+        .tree_.to_json()
+        for files in ("one", "fifty") for batch in (1000, 1_000_000)
+    }
+    in_memory = DecisionTreeClassifier(batch_size=777, **params).fit(agrawal["table"], target="class").tree_.to_json()
+    assert len(set(trees.values()) | {in_memory}) == 1
+    assert '"first_child"' in in_memory and len(in_memory) > 1000
+
+
+def test_same_tree_on_strings_and_nulls_for_any_layout(tmp_path):
+    table = pq.read_table(dataset_path("adult_train"))
+    one = _write_parts(table, tmp_path / "one", 1)
+    many = _write_parts(table, tmp_path / "many", 13)
+    a = DecisionTreeClassifier(max_depth=6, batch_size=1000).fit(one, target="class").tree_.to_json()
+    b = DecisionTreeClassifier(max_depth=6, batch_size=1 << 20).fit(many, target="class").tree_.to_json()
+    assert a == b
+
+
+def test_passes_per_level_when_the_level_fits(agrawal):
+    for depth in (1, 4, 8):
+        clf = DecisionTreeClassifier(max_depth=depth, max_bins=64).fit(agrawal["fifty"], target="class")
+        assert clf.get_depth() == depth
+        assert clf.n_passes_ - 1 <= depth + 1  # besides the profiling pass
+        assert clf.n_passes_per_level_ == [1] * depth
+
+
+def test_tiny_budget_takes_more_passes_for_the_identical_tree(agrawal):
+    roomy = DecisionTreeClassifier(max_depth=8, max_bins=64, memory_budget="1GB").fit(agrawal["one"], target="class")
+    tight = DecisionTreeClassifier(max_depth=8, max_bins=64, memory_budget="150KB").fit(agrawal["one"], target="class")
+    assert tight.n_passes_ > roomy.n_passes_ + 5
+    assert max(tight.n_passes_per_level_) > 1
+    assert tight.tree_.to_json() == roomy.tree_.to_json()
+
+
+def test_a_pass_is_counted_by_the_source(agrawal):
+    source = ParquetSource(agrawal["fifty"])
+    clf = DecisionTreeClassifier(max_depth=3, max_bins=32).fit(source, target="class")
+    assert source.n_passes == clf.n_passes_ == 1 + 3
+    clf.predict(source)
+    assert source.n_passes == 5
+
+
+def test_threads_do_not_change_the_tree(agrawal):
+    one = DecisionTreeClassifier(max_depth=8, n_jobs=1).fit(agrawal["one"], target="class").tree_.to_json()
+    two = DecisionTreeClassifier(max_depth=8, n_jobs=2).fit(agrawal["one"], target="class").tree_.to_json()
+    assert one == two
+
+
+def test_predict_from_parquet_equals_predict_in_memory(agrawal):
+    clf = DecisionTreeClassifier(max_depth=8).fit(agrawal["fifty"], target="class")
+    X = agrawal["table"].drop_columns(["class"])
+    np.testing.assert_array_equal(clf.predict(agrawal["fifty"]), clf.predict(X))
+    np.testing.assert_allclose(clf.predict_proba(agrawal["fifty"]), clf.predict_proba(X.to_pandas()))
+    assert clf.score(agrawal["fifty"], target="class") > 0.95
