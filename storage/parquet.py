@@ -8,6 +8,7 @@ from typing import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from .base import Source, SourceError
 
@@ -81,7 +82,6 @@ class ParquetSource(Source):
             raise SourceError(f"cannot read Parquet file {bad or self.files[0]!r}: {_first_line(exc)}") from None
 
     def _find_unreadable(self) -> str | None:
-        import pyarrow.parquet as pq
         for f in self.files:
             try:
                 pq.read_metadata(f)
@@ -103,12 +103,42 @@ class ParquetSource(Source):
         return sum(f.metadata.num_rows for f in self._dataset.get_fragments())
 
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        # ParquetFile.iter_batches, not Fragment.to_batches: the latter can hang forever
+        # (apache/arrow#45214); hive partition values are added as constant columns.
+        schema = self._dataset.schema
         for fragment in self._dataset.get_fragments():
+            keys = ds.get_partition_keys(fragment.partition_expression) if self.partitioning else {}
             try:
-                yield from fragment.to_batches(schema=self._dataset.schema, columns=list(columns),
-                                               batch_size=batch_size, use_threads=True)
+                reader = pq.ParquetFile(fragment.path)
+                in_file = set(reader.schema_arrow.names)
+                wanted = [c for c in columns if c not in keys]
+                absent = [c for c in wanted if c not in in_file]
+                if absent:
+                    raise SourceError(f"Parquet file {fragment.path!r} has no column {absent[0]!r}")
+                for batch in reader.iter_batches(batch_size=batch_size, columns=wanted, use_threads=True):
+                    yield _conform(batch, columns, keys, schema, fragment.path)
+                reader.close()
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
                 raise SourceError(f"cannot read Parquet file {fragment.path!r}: {_first_line(exc)}") from None
+
+
+def _conform(batch: pa.RecordBatch, columns, keys: dict, schema: pa.Schema, path: str) -> pa.RecordBatch:
+    """The batch with its columns in the requested order and the dataset's types."""
+    arrays = []
+    for c in columns:
+        typ = schema.field(c).type
+        if c in keys:
+            arrays.append(pa.array([keys[c]] * batch.num_rows, type=typ))
+            continue
+        arr = batch.column(c)
+        if arr.type != typ:
+            try:
+                arr = arr.cast(typ)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                raise SourceError(f"column {c!r} of Parquet file {path!r} has type {arr.type}, "
+                                  f"other files have {typ}") from None
+        arrays.append(arr)
+    return pa.RecordBatch.from_arrays(arrays, names=list(columns))
 
 
 def _first_line(exc: BaseException) -> str:
