@@ -187,7 +187,7 @@ def _read_xy(folder: str):
     return X, y
 
 
-def _peer_warmup(fit, function) -> float:
+def _peer_warmup(fit) -> float:
     """A tiny fit on random rows, so first-call costs are not timed for the peers either.
 
     Made with numpy alone: importing rainforest here would add its imports to the peer's peak RSS.
@@ -230,7 +230,7 @@ def _run_rainforest(train, test, depth, function) -> dict:
 def _run_sklearn(train, test, depth, function) -> dict:
     from sklearn.tree import DecisionTreeClassifier
 
-    warmup = _peer_warmup(lambda X, y: DecisionTreeClassifier(max_depth=depth).fit(X, y), function)
+    warmup = _peer_warmup(lambda X, y: DecisionTreeClassifier(max_depth=depth).fit(X, y))
     rss0 = _vm_rss_mb()
     t0 = time.perf_counter()
     X, y = _read_xy(train)
@@ -253,7 +253,7 @@ def _run_lightgbm(train, test, depth, function) -> dict:
                                        min_child_samples=1, min_child_weight=0, reg_lambda=0, subsample=1.0,
                                        colsample_bytree=1.0, max_bin=255, n_jobs=2, verbose=-1)
 
-    warmup = _peer_warmup(lambda X, y: make().fit(X, y), function)
+    warmup = _peer_warmup(lambda X, y: make().fit(X, y))
     rss0 = _vm_rss_mb()
     t0 = time.perf_counter()
     X, y = _read_xy(train)
@@ -347,6 +347,8 @@ def run_contender(name, train, test, depth, function, timeout) -> dict:
     if row.get("peak_rss_mb") is None:
         # No report from the child (killed): its rusage from wait4 is the best we have.
         row["peak_rss_mb"] = row["child_ru_maxrss_mb"]
+    tail = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    reason = tail[-1][:200] if tail else ""
     if timed_out:
         row["status"] = "timeout"
         row.update(fit_seconds=None, passes=None, test_accuracy=None)  # a late report is not a result
@@ -357,10 +359,8 @@ def run_contender(name, train, test, depth, function, timeout) -> dict:
         except ValueError:
             signame = str(sig)
         hint = " (out of memory?)" if sig == signal.SIGKILL else ""
-        row["status"] = f"failed: killed by {signame}{hint}"
+        row["status"] = f"failed: killed by {signame}{hint}" + (f": {reason}" if reason else "")
     elif os.WEXITSTATUS(status) != 0 and not str(row.get("status", "")).startswith("failed"):
-        tail = [ln for ln in stderr.strip().splitlines() if ln.strip()]
-        reason = tail[-1].strip()[:200] if tail else ""
         row["status"] = f"failed: exit code {os.WEXITSTATUS(status)}" + (f": {reason}" if reason else "")
     row.setdefault("status", "ok")
     if row["status"] != "ok":
@@ -451,7 +451,7 @@ def write_plot(path: Path, rows, info) -> bool:
 
     names = [r["name"] for r in rows]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    panels = [("fit_seconds", "fit time (s, Parquet read included)", "{:.1f}"),
+    panels = [("fit_seconds", "fit time (s, Parquet read included)", "{:.2f}"),
               ("peak_rss_mb", "peak RSS (MB)", "{:.0f}")]
     for ax, (key, title, fmt) in zip(axes, panels):
         vals = [r.get(key) if (r["status"] == "ok" or key == "peak_rss_mb") and r.get(key) is not None else 0.0
