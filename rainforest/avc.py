@@ -13,28 +13,41 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from .schema import CATEGORICAL, Schema, numeric_values
+from .schema import CATEGORICAL, Schema, numeric_values, slot_of
 from .tree import route_rows
 
 
-@numba.njit(cache=True, parallel=True)
-def accumulate(S, y, w, leaf, node_pos, slot_offsets, counts, count_rows):
+@numba.njit(cache=True, parallel=True, nogil=True)
+def accumulate(X, y, w, node_of_row, slot_offsets, kinds, cuts, cut_offsets, lut_lo, lut_scale, lut,
+               lut_offsets, counts, count_rows):
     """Add each row's weight to ``counts[node, slot, class]`` for every attribute.
 
-    Threads split the attributes, each owning its slots, so every cell is summed in
-    row order whatever the number of threads: the result is identical to a serial run.
+    ``X`` is the encoded batch; numeric values become slots here, only for rows whose
+    node is in this pass.  Threads split the attributes, each owning its slots, so
+    every cell is summed in row order whatever the number of threads: the result is
+    identical to a serial run.  ``node_of_row`` is each row's index in the pass, -1 if none.
     """
-    n, p = S.shape
+    n, p = X.shape
     n_classes = counts.shape[2] - (1 if count_rows else 0)
     for a in numba.prange(p):
         base = slot_offsets[a]
         miss = slot_offsets[a + 1] - 1
+        c = cuts[cut_offsets[a]:cut_offsets[a + 1]]
+        table = lut[lut_offsets[a]:lut_offsets[a + 1]]
+        lo = lut_lo[a]
+        scale = lut_scale[a]
+        numeric = kinds[a] == 0
         for i in range(n):
-            k = node_pos[leaf[i]]
+            k = node_of_row[i]
             if k < 0:
                 continue
-            v = S[i, a]
-            s = miss if v != v else base + int(v)
+            v = X[i, a]
+            if v != v:
+                s = miss
+            elif numeric:
+                s = base + slot_of(v, c, table, lo, scale)
+            else:
+                s = base + int(v)
             counts[k, s, y[i]] += w[i]
             if count_rows:
                 counts[k, s, n_classes] += 1.0
@@ -92,7 +105,7 @@ class AvcPass:
     """A :class:`storage.PassTask` building the AVC-groups of ``nodes`` of a growing tree."""
 
     schema: Schema
-    routing: tuple  # arrays of the tree so far, with slot thresholds (see tree.route_rows)
+    routing: tuple  # arrays of the tree so far (see tree.route_rows)
     node_pos: np.ndarray  # tree node -> index in this pass, or -1
     n_nodes: int
     n_channels: int
@@ -104,11 +117,12 @@ class AvcPass:
         return np.zeros((self.n_nodes, n_slots, self.n_channels))
 
     def update(self, counts: np.ndarray, batch: pa.RecordBatch, first_row: int) -> np.ndarray:
-        S = self.schema.encode(batch, slots=True)
+        X = self.schema.encode(batch)
         y = self.schema.label.codes(batch.column(self.schema.label.name))
         w = row_weights(batch, self.schema, y, self.class_weight)
-        leaf = route_rows(S, *self.routing)
-        accumulate(S, y, w, leaf, self.node_pos, self.schema.slot_offsets(), counts, self.weighted)
+        node_of_row = self.node_pos[route_rows(X, *self.routing)]
+        accumulate(X, y, w, node_of_row, self.schema.slot_offsets(), self.schema.kinds,
+                   *self.schema.slot_tables(), counts, self.weighted)
         return counts
 
     def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -248,7 +248,7 @@ class DecisionTreeClassifier(ParamsMixin):
             if isinstance(X, Source) or is_path(X):
                 source = to_source(X)
                 source.check_columns(tree.feature_names)
-                parts = [tree.apply(encoder.encode(b, slots=False))
+                parts = [tree.apply(encoder.encode(b))
                          for _, b in source.scan(tree.feature_names, self.batch_size or 65536)]
                 return np.concatenate(parts) if parts else np.empty(0, np.int64)
             table, names, has_names = as_table(X)
@@ -263,7 +263,7 @@ class DecisionTreeClassifier(ParamsMixin):
                     raise DataError(f"X has {table.num_columns} features, but the tree was trained with "
                                     f"{tree.n_features}")
                 table = table.rename_columns(tree.feature_names)
-            return tree.apply(encoder.encode(table.select(tree.feature_names), slots=False))
+            return tree.apply(encoder.encode(table.select(tree.feature_names)))
 
     def apply(self, X) -> np.ndarray:
         """Index of the leaf each row ends in."""

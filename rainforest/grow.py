@@ -37,11 +37,10 @@ class GrowParams:
 
 @dataclass
 class _Nodes:
-    """The tree being grown, as growable lists; ``slot_threshold`` routes slot-encoded rows."""
+    """The tree being grown, as growable lists."""
 
     feature: list = field(default_factory=list)
     threshold: list = field(default_factory=list)
-    slot_threshold: list = field(default_factory=list)
     first_child: list = field(default_factory=list)
     n_children: list = field(default_factory=list)
     missing_branch: list = field(default_factory=list)
@@ -55,7 +54,6 @@ class _Nodes:
     def add_leaf(self, value, n, imp, depth) -> int:
         self.feature.append(-2)
         self.threshold.append(-2.0)
-        self.slot_threshold.append(-2.0)
         self.first_child.append(-1)
         self.n_children.append(0)
         self.missing_branch.append(-1)
@@ -67,7 +65,7 @@ class _Nodes:
         return len(self.feature) - 1
 
     def routing(self, n_categories: np.ndarray) -> tuple:
-        return (np.asarray(self.feature, np.int32), np.asarray(self.slot_threshold, np.float64),
+        return (np.asarray(self.feature, np.int32), np.asarray(self.threshold, np.float64),
                 np.asarray(self.first_child, np.int32), np.asarray(self.missing_branch, np.int32),
                 np.asarray(self.cat_offset, np.int32), np.asarray(self.cat_branch, np.int32), n_categories)
 
@@ -215,16 +213,13 @@ def _split(nodes: _Nodes, node: int, attribute, a: int, br: np.ndarray, nb: int,
     nodes.missing_branch[node] = int(br[m])
     if attribute.kind == CATEGORICAL:
         nodes.threshold[node] = np.nan
-        nodes.slot_threshold[node] = np.nan
         nodes.cat_offset[node] = len(nodes.cat_branch)
         nodes.cat_branch.extend(int(b) for b in br[:m])
         nodes.cat_branch.append(majority)  # categories unseen in training
     elif inf_thr:
         nodes.threshold[node] = np.inf
-        nodes.slot_threshold[node] = np.inf
-    else:
+    else:  # between the last slot going left and the first going right: the same partition by value
         nodes.threshold[node] = attribute.threshold(int(left_slot), int(right_slot))
-        nodes.slot_threshold[node] = float(left_slot)
 
 
 def _log_pass(verbose, level, n_nodes, seconds):

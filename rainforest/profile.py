@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -100,9 +101,10 @@ class ProfileTask:
             ok = x[~np.isnan(x)]
             cp.nonmissing += len(ok)
             if cp.distinct is not None:
-                cp.distinct = np.union1d(cp.distinct, np.unique(ok))
-                if not self.exact and len(cp.distinct) > self.max_bins:
-                    cp.distinct = None
+                if self.exact:
+                    cp.distinct = np.union1d(cp.distinct, np.unique(ok))
+                else:  # only whether there are at most max_bins distinct values matters
+                    cp.distinct = few_distinct(cp.distinct, _integer_distinct(ok, col.type), self.max_bins)
             numeric_block.append(x)
         if numeric_block and not self.exact:
             self._update_sample(p, np.column_stack(numeric_block), first_row)
@@ -121,6 +123,9 @@ class ProfileTask:
 
     def _update_sample(self, p: Profile, block: np.ndarray, first_row: int) -> None:
         h = row_hash(np.arange(first_row, first_row + len(block), dtype=np.uint64), self.seed)
+        if len(p.sample_hash) >= self.sample_rows:  # only rows that can still enter the k smallest hashes
+            keep = h < p.sample_hash.max()
+            h, block = h[keep], block[keep]
         p.sample_hash = np.concatenate([p.sample_hash, h])
         p.sample = np.concatenate([p.sample, block]) if len(p.sample) else block.copy()
         if len(p.sample_hash) > 2 * self.sample_rows:
@@ -181,6 +186,46 @@ class ProfileTask:
                                             cuts=quantile_edges(col[~np.isnan(col)], self.max_bins)))
         label = Label(self.target, _sorted_values(p.label_counts, self.target))
         return Schema(attributes, label, self.weight)
+
+
+@numba.njit(cache=True, nogil=True)
+def _few_distinct(known, values, limit):
+    """Sorted distinct values of ``known`` and ``values``, or an empty array with flag False past ``limit``."""
+    buf = np.empty(limit + 1)
+    k = len(known)
+    buf[:k] = known
+    for v in values:
+        lo, hi = 0, k
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if buf[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < k and buf[lo] == v:
+            continue
+        if k == limit:
+            return buf[:0], False
+        buf[lo + 1:k + 1] = buf[lo:k].copy()
+        buf[lo] = v
+        k += 1
+    return buf[:k].copy(), True
+
+
+def _integer_distinct(values: np.ndarray, typ: pa.DataType) -> np.ndarray:
+    """The distinct values of an integer column by counting (fast), else the values unchanged."""
+    if not pa.types.is_integer(typ) or len(values) == 0:
+        return values
+    lo, hi = values.min(), values.max()
+    if hi - lo > 1 << 20:
+        return values
+    return np.flatnonzero(np.bincount((values - lo).astype(np.int64))) + lo
+
+
+def few_distinct(known: np.ndarray, values: np.ndarray, limit: int) -> np.ndarray | None:
+    """Merge the distinct ``values`` into ``known``; ``None`` once there are more than ``limit``."""
+    out, ok = _few_distinct(np.asarray(known, np.float64), np.asarray(values, np.float64), int(limit))
+    return out if ok else None
 
 
 def _sorted_values(counts: dict, name: str) -> list:

@@ -1,15 +1,12 @@
 """Attribute kinds, the label's classes, and the encoders that turn columns into codes.
 
-Two encodings of the same batch are used:
-
-* **raw** (for prediction): numeric attributes as float64 values, categorical
-  attributes as category codes ``0..V-1`` (``V`` = unknown category);
-* **slots** (for counting): numeric attributes as their slot in ``cuts``
-  (a bin in binned mode, the rank of the exact value in exact mode),
-  categorical attributes as their code.
-
-Missing values (null, NaN) are NaN in both.  One routing kernel serves both
-encodings; only the threshold array differs (``threshold`` vs ``slot_threshold``).
+A batch is encoded once, as a float64 matrix: numeric attributes as their
+values, categorical attributes as category codes ``0..V-1`` (``V`` = a category
+unseen in training), missing values (null, NaN) as NaN. The same matrix is
+routed through the tree (training and prediction alike) and counted: the
+counting kernel turns a numeric value into its *slot* on the fly, the index
+``searchsorted(cuts, x, "left")`` (a bin in binned mode, the rank of the exact
+value in exact mode).
 """
 from __future__ import annotations
 
@@ -152,7 +149,7 @@ class Schema:
         return np.concatenate([[0], np.cumsum(sizes)])
 
     def slot_tables(self) -> tuple:
-        """Flattened cuts and lookup grids of all attributes, for :func:`_slots_in_place` (computed once)."""
+        """Flattened cuts and lookup grids of all attributes, for :func:`slot_of` (computed once)."""
         if self._tables is None:
             cuts = [np.asarray(a.cuts, np.float64) if a.kind == NUMERIC else np.empty(0) for a in self.attributes]
             lookups = [slot_lookup(c) for c in cuts]
@@ -163,20 +160,13 @@ class Schema:
                             lut_offsets)
         return self._tables
 
-    def encode(self, batch: pa.RecordBatch | pa.Table, slots: bool) -> np.ndarray:
-        """An ``(n_rows, n_attributes)`` float64 matrix, slots or raw values (see module doc)."""
+    def encode(self, batch: pa.RecordBatch | pa.Table) -> np.ndarray:
+        """The raw ``(n_rows, n_attributes)`` float64 matrix of a batch (see module doc)."""
         n = batch.num_rows
         out = np.empty((n, len(self.attributes)), dtype=np.float64, order="F")  # kernels walk columns
-        numeric_cols = []
         for j, a in enumerate(self.attributes):
             col = batch.column(a.name)
-            if a.kind == CATEGORICAL:
-                out[:, j] = a.category_codes(col)
-            else:
-                out[:, j] = numeric_values(col)
-                numeric_cols.append(j)
-        if slots and numeric_cols:
-            _slots_in_place(out, np.array(numeric_cols, dtype=np.int64), *self.slot_tables())
+            out[:, j] = a.category_codes(col) if a.kind == CATEGORICAL else numeric_values(col)
         return out
 
 
@@ -196,43 +186,29 @@ def slot_lookup(cuts: np.ndarray) -> tuple[float, float, np.ndarray]:
     return lo, scale, np.searchsorted(cuts, edges, side="left").astype(np.int64)
 
 
-@numba.njit(cache=True, parallel=True)
-def _slots_in_place(X, columns, cuts, offsets, lut_lo, lut_scale, lut, lut_offsets):
-    """Replace numeric values by ``searchsorted(cuts, x, 'left')``; NaN stays NaN."""
-    n = X.shape[0]
-    for k in numba.prange(len(columns)):
-        j = columns[k]
-        c = cuts[offsets[j]:offsets[j + 1]]
-        table = lut[lut_offsets[j]:lut_offsets[j + 1]]
-        cells = len(table) - 1
-        m = len(c)
-        lo = lut_lo[j]
-        scale = lut_scale[j]
-        for i in range(n):
-            x = X[i, j]
-            if x != x:
-                continue
-            if m == 0 or x <= c[0]:
-                X[i, j] = 0.0
-                continue
-            if x > c[m - 1]:
-                X[i, j] = m
-                continue
-            if cells > 0:
-                g = int((x - lo) * scale)
-                g = min(max(g, 0), cells - 1)
-                base, top = table[g], table[g + 1]
-            else:
-                base, top = 0, m
-            # binary search in the cell, then exact correction against any rounding of g
-            while base < top:
-                mid = (base + top) >> 1
-                if c[mid] < x:
-                    base = mid + 1
-                else:
-                    top = mid
-            while base > 0 and c[base - 1] >= x:
-                base -= 1
-            while base < m and c[base] < x:
-                base += 1
-            X[i, j] = base
+@numba.njit(cache=True, inline="always")
+def slot_of(x, c, table, lo, scale):
+    """``searchsorted(c, x, 'left')`` for a non-missing ``x``, narrowed by the lookup grid ``table``."""
+    m = len(c)
+    if m == 0 or x <= c[0]:
+        return 0
+    if x > c[m - 1]:
+        return m
+    cells = len(table) - 1
+    if cells > 0:
+        g = min(max(int((x - lo) * scale), 0), cells - 1)
+        base, top = table[g], table[g + 1]
+    else:
+        base, top = 0, m
+    while base < top:
+        mid = (base + top) >> 1
+        if c[mid] < x:
+            base = mid + 1
+        else:
+            top = mid
+    # exact whatever the rounding of the grid cell
+    while base > 0 and c[base - 1] >= x:
+        base -= 1
+    while base < m and c[base] < x:
+        base += 1
+    return base

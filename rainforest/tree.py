@@ -31,7 +31,7 @@ _NODE_ARRAYS = {"feature": np.int32, "threshold": np.float64, "first_child": np.
                 "weighted_n_node_samples": np.float64, "impurity": np.float64}
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True, parallel=True, nogil=True)
 def route_rows(X, feature, threshold, first_child, missing_branch, cat_offset, cat_branch, n_categories):
     """Index of the leaf (or frontier node) that each row of ``X`` reaches."""
     n = X.shape[0]

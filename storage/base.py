@@ -8,6 +8,8 @@ partition and merge the partial states.
 """
 from __future__ import annotations
 
+import queue
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
@@ -64,12 +66,19 @@ class Source:
                     f"column {c!r} not found in {self.description}; "
                     f"available columns: {', '.join(self.schema.names)}")
 
-    def scan(self, columns: Sequence[str], batch_size: int = 65536) -> Iterator[tuple[int, pa.RecordBatch]]:
-        """One counted pass: yields ``(first_row, batch)`` in a stable row order."""
+    def scan(self, columns: Sequence[str], batch_size: int = 65536,
+             prefetch: bool = True) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """One counted pass: yields ``(first_row, batch)`` in a stable row order.
+
+        With ``prefetch`` the next batch is read by a background thread while the
+        caller works on the current one (decoding and the Numba kernels both release
+        the GIL); at most two batches are held.
+        """
         self.check_columns(columns)
         self.n_passes += 1
+        batches = self._batches(list(columns), batch_size)
         first = 0
-        for batch in self._batches(list(columns), batch_size):
+        for batch in (_prefetched(batches) if prefetch else batches):
             if batch.num_rows == 0:
                 continue
             yield first, batch
@@ -84,3 +93,46 @@ class Source:
             if progress is not None:
                 progress(batch.num_rows)
         return state
+
+
+_DONE = object()
+
+
+def _prefetched(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Yield from ``batches`` produced one step ahead by a thread; its exceptions re-raise here."""
+    slot: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def produce():
+        try:
+            for b in batches:
+                while not stop.is_set():
+                    try:
+                        slot.put(b, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            slot.put(_DONE)
+        except BaseException as exc:  # handed to the consumer, raised in its thread
+            slot.put(exc)
+
+    thread = threading.Thread(target=produce, name="rainforest-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = slot.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # unblock a producer waiting on a full slot, then let it end
+            try:
+                slot.get_nowait()
+            except queue.Empty:
+                pass
+            thread.join(timeout=0.05)
