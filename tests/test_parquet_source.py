@@ -49,3 +49,18 @@ def test_columns_are_cast_to_the_dataset_type(tmp_path):
     pq.write_table(pa.table({"x": pa.array([1, 2], pa.int64())}), tmp_path / "a.parquet")
     pq.write_table(pa.table({"x": pa.array([3, 4], pa.int32())}), tmp_path / "b.parquet")
     assert _rows(ParquetSource(tmp_path), ["x"]) == {"x": [1, 2, 3, 4]}
+
+
+def test_a_pass_left_early_stops_its_reader_thread(tmp_path):
+    import threading
+    for k in range(4):
+        pq.write_table(pa.table({"x": np.arange(1000.0)}), tmp_path / f"p{k}.parquet")
+    source = ParquetSource(tmp_path)
+    scan = source.scan(["x"], batch_size=10)
+    next(scan)
+    scan.close()
+    assert not [t for t in threading.enumerate() if t.name == "rainforest-prefetch" and t.is_alive()]
+    # prefetching does not change what a pass yields
+    a = [b.column(0).to_pylist() for _, b in source.scan(["x"], batch_size=300)]
+    b = [b.column(0).to_pylist() for _, b in source.scan(["x"], batch_size=300, prefetch=False)]
+    assert a == b and source.n_passes == 3
