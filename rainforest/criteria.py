@@ -70,6 +70,22 @@ def _score_binary(L, R, wl, wr, wn, parent_imp, criterion):
 
 
 @numba.njit(cache=True)
+def _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight):
+    """Score of the split with class counts ``L`` on the left (``R`` receives the right's),
+    or -inf where ``min_samples_leaf`` / ``min_weight_leaf`` forbid it."""
+    if n_left < min_leaf or n_total - n_left < min_leaf:
+        return -np.inf
+    wl = 0.0
+    for c in range(L.shape[0]):
+        R[c] = total[c] - L[c]
+        wl += L[c]
+    wr = wn - wl
+    if wl < min_weight or wr < min_weight:
+        return -np.inf
+    return _score_binary(L, R, wl, wr, wn, parent_imp, criterion)
+
+
+@numba.njit(cache=True)
 def _numeric(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp, criterion,
              min_leaf, min_weight, best_score, result):
     """Binary threshold splits of one numeric attribute (slots ``lo .. lo+m-1``, missing at ``lo+m``).
@@ -93,45 +109,29 @@ def _numeric(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
             if ns <= 0:
                 continue
             if prev >= 0:
-                n_right = n_total - n_left
-                if n_left >= min_leaf and n_right >= min_leaf:
-                    wl = 0.0
-                    for c in range(n_classes):
-                        R[c] = total[c] - L[c]
-                        wl += L[c]
-                    wr = wn - wl
-                    if wl >= min_weight and wr >= min_weight:
-                        score = _score_binary(L, R, wl, wr, wn, parent_imp, criterion)
-                        if score > best_score:
-                            best_score = score
-                            result[0] = score
-                            result[1] = prev
-                            result[2] = s
-                            result[3] = (1.0 if missing_left else 0.0) if n_miss > 0 else (
-                                1.0 if n_left > n_right else 0.0)
-                            result[4] = 0.0
+                score = _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
+                if score > best_score:
+                    best_score = score
+                    result[0] = score
+                    result[1] = prev
+                    result[2] = s
+                    result[3] = (1.0 if missing_left else 0.0) if n_miss > 0 else (
+                        1.0 if n_left > n_total - n_left else 0.0)
+                    result[4] = 0.0
             for c in range(n_classes):
                 L[c] += block[lo + s, c]
             n_left += ns
             prev = s
         if not missing_left and n_miss > 0 and prev >= 0:
             # every present value left, the missing values right (threshold +inf)
-            n_right = n_total - n_left
-            if n_left >= min_leaf and n_right >= min_leaf:
-                wl = 0.0
-                for c in range(n_classes):
-                    R[c] = total[c] - L[c]
-                    wl += L[c]
-                wr = wn - wl
-                if wl >= min_weight and wr >= min_weight:
-                    score = _score_binary(L, R, wl, wr, wn, parent_imp, criterion)
-                    if score > best_score:
-                        best_score = score
-                        result[0] = score
-                        result[1] = prev
-                        result[2] = -1
-                        result[3] = 0.0
-                        result[4] = 1.0
+            score = _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
+            if score > best_score:
+                best_score = score
+                result[0] = score
+                result[1] = prev
+                result[2] = -1
+                result[3] = 0.0
+                result[4] = 1.0
     return best_score
 
 
@@ -147,17 +147,9 @@ def _subset_score(block, lo, cats, left_mask, n_classes, has_count, total, n_tot
             for c in range(n_classes):
                 L[c] += block[s, c]
             n_left += _rows(block, s, n_classes, has_count)
-    n_right = n_total - n_left
-    if n_left < min_leaf or n_right < min_leaf or n_left <= 0 or n_right <= 0:
+    if n_left <= 0 or n_left >= n_total:
         return -np.inf
-    wl = 0.0
-    for c in range(n_classes):
-        R[c] = total[c] - L[c]
-        wl += L[c]
-    wr = wn - wl
-    if wl < min_weight or wr < min_weight:
-        return -np.inf
-    return _score_binary(L, R, wl, wr, wn, parent_imp, criterion)
+    return _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
 
 
 @numba.njit(cache=True)

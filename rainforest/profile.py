@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DataError
-from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, numeric_values
+from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, lower_bound,
+                     numeric_values)
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -195,13 +196,7 @@ def _few_distinct(known, values, limit):
     k = len(known)
     buf[:k] = known
     for v in values:
-        lo, hi = 0, k
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if buf[mid] < v:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = lower_bound(buf, 0, k, v)
         if lo < k and buf[lo] == v:
             continue
         if k == limit:

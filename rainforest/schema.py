@@ -187,6 +187,18 @@ def slot_lookup(cuts: np.ndarray) -> tuple[float, float, np.ndarray]:
 
 
 @numba.njit(cache=True, inline="always")
+def lower_bound(c, lo, hi, x):
+    """The first index in ``[lo, hi)`` of sorted ``c`` whose value is >= ``x`` (``hi`` if none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if c[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, inline="always")
 def slot_of(x, c, table, lo, scale):
     """``searchsorted(c, x, 'left')`` for a non-missing ``x``, narrowed by the lookup grid ``table``."""
     m = len(c)
@@ -200,12 +212,7 @@ def slot_of(x, c, table, lo, scale):
         base, top = table[g], table[g + 1]
     else:
         base, top = 0, m
-    while base < top:
-        mid = (base + top) >> 1
-        if c[mid] < x:
-            base = mid + 1
-        else:
-            top = mid
+    base = lower_bound(c, base, top, x)
     # exact whatever the rounding of the grid cell
     while base > 0 and c[base - 1] >= x:
         base -= 1
