@@ -111,31 +111,59 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
             f"memory_budget {budget_bytes:,} bytes is too small: one node's AVC-group needs {node_bytes:,} bytes "
             f"({int(offsets[-1]):,} value slots x {n_channels} classes); give at least {2 * node_bytes:,} bytes "
             f"or use binned mode (max_bins)")
-    per_pass = max(1, avc_budget // node_bytes)
+    # Histogram subtraction: a split's largest child is its parent's AVC-group minus its siblings',
+    # so its rows are not counted.  Only with unit weights, where counts are integers and the
+    # difference is exact; half of the AVC budget then holds the parents kept for it.
+    subtract = not weighted
+    per_pass = max(1, (avc_budget // 2 if subtract else avc_budget) // node_bytes)
+    parents_cap = avc_budget // 2 // node_bytes if subtract else 0
     stats = GrowStats(nodes_per_pass=per_pass)
     columns = schema.names + [schema.label.name] + ([schema.weight] if schema.weight else [])
     nodes = _Nodes()
     nodes.add_leaf(np.zeros(n_classes), 0, 0.0, 0)
     frontier = [0]
+    derived: dict[int, tuple[int, list[int]]] = {}  # child -> (parent, siblings counted directly)
+    parent_avc: dict[int, np.ndarray] = {}
     root_done = False
     min_weight_leaf = 0.0
+    total_weight = 0.0
     max_depth = np.inf if params.max_depth is None else params.max_depth
     level = 0
     while frontier:
         passes_this_level = 0
         next_frontier: list[int] = []
-        for start in range(0, len(frontier), per_pass):
-            chunk = frontier[start:start + per_pass]
+        next_derived: dict[int, tuple[int, list[int]]] = {}
+        in_frontier = set(frontier)
+        for child, (parent, siblings) in list(derived.items()):
+            if len(siblings) + 1 > per_pass:  # the family does not fit one pass: count the child too
+                del derived[child]
+                parent_avc.pop(parent)
+        for chunk_groups in _pack(_families(frontier, derived), per_pass):
+            members = [n for g in chunk_groups for n in g]
+            chunk_derived = [g[-1] for g in chunk_groups if g[-1] in derived]
+            build = [n for n in members if n not in derived]
             node_pos = np.full(len(nodes.feature), -1, np.int64)
-            node_pos[chunk] = np.arange(len(chunk))
-            task = AvcPass(schema, nodes.routing(n_categories), node_pos, len(chunk), n_channels, class_weight,
+            node_pos[build] = np.arange(len(build))
+            task = AvcPass(schema, nodes.routing(n_categories), node_pos, len(build), n_channels, class_weight,
                            weighted)
             t0 = time.perf_counter()
-            avc = source.run_pass(task, columns, batch_size)
+            counted = source.run_pass(task, columns, batch_size)
             passes_this_level += 1
             stats.n_passes += 1
             if verbose or log.isEnabledFor(logging.INFO):
-                _log_pass(verbose, level, len(chunk), time.perf_counter() - t0)
+                _log_pass(verbose, level, len(build), len(chunk_derived), time.perf_counter() - t0)
+            block_of = {n: counted[i] for i, n in enumerate(build)}
+            for d in chunk_derived:
+                parent, siblings = derived[d]
+                block = parent_avc.pop(parent)
+                for sib in siblings:
+                    block -= block_of[sib]
+                block_of[d] = block
+            # frontier order (node ids grow with it) keeps the breadth-first numbering; siblings that
+            # are leaves were only counted for the subtraction
+            chunk = sorted(n for n in members if n in in_frontier)
+            avc = np.stack([block_of[n] for n in chunk])
+            del block_of, counted
             if not root_done:
                 totals = avc[0, offsets[0]:offsets[1]].sum(axis=0)
                 w_root = totals[:n_classes].sum()
@@ -186,15 +214,51 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
                        int(np.argmax(child_n)))
                 first = len(nodes.feature)
                 nodes.first_child[node] = first
+                kids = []
                 for b in range(nb):
                     child = nodes.add_leaf(child_value[b], int(round(child_n[b])), child_imp[b],
                                            nodes.depth[node] + 1)
+                    kids.append(child)
                     if not _pre_leaf(nodes, child, params, max_depth, min_weight_leaf):
                         next_frontier.append(child)
+                largest = kids[int(np.argmax(child_n))]
+                if subtract and len(parent_avc) < parents_cap and largest in next_frontier[-nb:]:
+                    next_derived[largest] = (node, [c for c in kids if c != largest])
+                    parent_avc[node] = avc[k].copy()
         stats.passes_per_level.append(passes_this_level)
         frontier = next_frontier
+        derived = next_derived
         level += 1
     return nodes.to_tree(schema, params.criterion, n_classes), stats
+
+
+def _families(frontier: list[int], derived: dict) -> list[list[int]]:
+    """Frontier nodes grouped so that a derived child comes last, after the siblings it needs."""
+    group_of = {}
+    for child, (_, siblings) in derived.items():
+        group = siblings + [child]
+        for n in group:
+            group_of[n] = group
+    groups, seen = [], set()
+    for n in frontier:
+        if n not in seen:
+            group = group_of.get(n, [n])
+            groups.append(group)
+            seen.update(group)
+    return groups
+
+
+def _pack(groups: list[list[int]], per_pass: int):
+    """Chunks of whole families holding at most ``per_pass`` nodes (no family is larger)."""
+    chunk, size = [], 0
+    for g in groups:
+        if chunk and size + len(g) > per_pass:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(g)
+        size += len(g)
+    if chunk:
+        yield chunk
 
 
 def _pre_leaf(nodes: _Nodes, i: int, p: GrowParams, max_depth, min_weight_leaf) -> bool:
@@ -222,8 +286,8 @@ def _split(nodes: _Nodes, node: int, attribute, a: int, br: np.ndarray, nb: int,
         nodes.threshold[node] = attribute.threshold(int(left_slot), int(right_slot))
 
 
-def _log_pass(verbose, level, n_nodes, seconds):
-    msg = f"level {level}: pass over {n_nodes} node(s) in {seconds:.2f}s"
+def _log_pass(verbose, level, n_counted, n_derived, seconds):
+    msg = f"level {level}: pass counting {n_counted} node(s) ({n_derived} more by subtraction) in {seconds:.2f}s"
     if verbose:
         print(msg, flush=True)
     log.info(msg)

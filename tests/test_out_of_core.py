@@ -83,3 +83,17 @@ def test_predict_from_parquet_equals_predict_in_memory(agrawal):
     np.testing.assert_array_equal(clf.predict(agrawal["fifty"]), clf.predict(X))
     np.testing.assert_allclose(clf.predict_proba(agrawal["fifty"]), clf.predict_proba(X.to_pandas()))
     assert clf.score(agrawal["fifty"], target="class") > 0.95
+
+
+@pytest.mark.parametrize("categorical_split", ["binary", "multiway"])
+def test_sibling_subtraction_gives_the_counted_tree(categorical_split):
+    # unit weights switch the subtraction off (weighted rows are always counted): same tree
+    table = pq.read_table(dataset_path("adult_train"))
+    params = dict(max_depth=6, categorical_split=categorical_split)
+    derived = DecisionTreeClassifier(**params).fit(table, target="class")
+    counted = DecisionTreeClassifier(**params).fit(table.append_column("w", pa.array(np.ones(table.num_rows))),
+                                                   target="class", sample_weight="w")
+    assert derived.tree_.to_json() == counted.tree_.to_json()
+    # a budget too small to hold a multiway family in one pass still gives the same tree
+    tight = DecisionTreeClassifier(memory_budget="500KB", **params).fit(table, target="class")
+    assert tight.tree_.to_json() == derived.tree_.to_json() and tight.n_passes_ > derived.n_passes_
