@@ -153,6 +153,14 @@ def _subset_score(block, lo, cats, left_mask, n_classes, has_count, total, n_tot
 
 
 @numba.njit(cache=True)
+def _record_subset(best_left, cats, mask):
+    """Remember the left set: slot ``cats[i]`` goes left when ``mask[i]``."""
+    best_left[:] = False
+    for i in range(len(cats)):
+        best_left[cats[i]] = mask[i]
+
+
+@numba.njit(cache=True)
 def _categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp, criterion,
                         min_leaf, min_weight, max_exhaustive, best_score, best_left):
     """Best two-way subset split of one categorical attribute (the missing slot is a category too).
@@ -181,10 +189,7 @@ def _categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, 
             if score > best_score:
                 best_score = score
                 found = True
-                for s in range(m + 1):
-                    best_left[s] = False
-                for i in range(k):
-                    best_left[cats[i]] = mask[i]
+                _record_subset(best_left, cats, mask)
         return best_score, found
     ratio = np.empty(k)
     order_classes = 1 if n_classes == 2 else n_classes
@@ -205,10 +210,7 @@ def _categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, 
             if score > best_score:
                 best_score = score
                 found = True
-                for s in range(m + 1):
-                    best_left[s] = False
-                for i in range(k):
-                    best_left[cats[i]] = mask[i]
+                _record_subset(best_left, cats, mask)
     return best_score, found
 
 
