@@ -271,7 +271,8 @@ class DecisionTreeClassifier(ParamsMixin):
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities: the class distribution of each row's leaf."""
-        return self.tree_.leaf_proba()[self._leaves(X)] if hasattr(self, "tree_") else self._leaves(X)
+        leaves = self._leaves(X)  # checks that the model is fitted
+        return self.tree_.leaf_proba()[leaves]
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of each row (the first one on ties, as scikit-learn)."""

@@ -11,7 +11,6 @@ value in exact mode).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numba
 import numpy as np
