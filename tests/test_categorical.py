@@ -92,3 +92,11 @@ def test_labels_of_any_type():
         assert clf.classes_.dtype.kind == np.asarray(y).dtype.kind or set(clf.classes_) == set(y.tolist())
         assert set(clf.predict(X).tolist()) <= set(y.tolist())
         assert clf.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("criterion", ["gini", "entropy", "gain_ratio"])
+def test_every_criterion_learns_adult(criterion):
+    clf = DecisionTreeClassifier(criterion=criterion, max_depth=6, min_samples_leaf=20)
+    clf.fit(dataset_path("adult_train"), target="class")
+    assert clf.tree_.criterion == criterion
+    assert clf.score(dataset_path("adult_test"), target="class") > 0.82

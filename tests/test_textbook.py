@@ -60,3 +60,21 @@ def test_best_binary_subset_on_income_is_low_medium_vs_high():
     w = t.weighted_n_node_samples
     kids = [t.first_child[0], t.first_child[0] + 1]
     assert sum(w[k] / w[0] * t.impurity[k] for k in kids) == pytest.approx(0.443, abs=5e-4)
+
+
+def test_gain_ratio_of_income(group):
+    from rainforest.criteria import gain_ratio, split_info
+    income = group["income"].counts  # 4 low, 6 medium, 4 high
+    assert split_info(income) == pytest.approx(1.557, abs=5e-4)
+    assert gain_ratio(income) == pytest.approx(0.019, abs=1e-3)
+
+
+def test_gain_ratio_tree_splits_the_root_on_age(group):
+    from rainforest.criteria import gain_ratio
+    ratios = {a: gain_ratio(group[a].counts) for a in ("age", "income", "student", "credit_rating")}
+    assert max(ratios, key=ratios.get) == "age"
+    clf = DecisionTreeClassifier(criterion="gain_ratio", categorical_split="multiway")
+    clf.fit(dataset_path("buys_computer"), target="class")
+    t = clf.tree_
+    assert t.feature_names[t.feature[0]] == "age" and t.n_children[0] == 3
+    assert clf.score(dataset_path("buys_computer"), target="class") == 1.0
