@@ -4,14 +4,17 @@ Public API
 ----------
 DecisionTreeClassifier
     The out-of-core decision tree (exact or binned splits, gini / entropy / gain ratio).
+NaiveBayesClassifier
+    Naive Bayes in one pass (Gaussian or binned numerics, Laplace-corrected categories).
 load
     Read a model saved with ``save``.
 Tree
     The flat-array model format shared by every learner.
 """
 from .errors import BudgetError, DataError, NotFittedError
+from .bayes import NaiveBayesClassifier
 from .estimators import DecisionTreeClassifier, load, root_avc_group
 from .tree import Tree
 
-__all__ = ["DecisionTreeClassifier", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "NotFittedError"]
+__all__ = ["DecisionTreeClassifier", "NaiveBayesClassifier", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "NotFittedError"]
 __version__ = "0.1.0"

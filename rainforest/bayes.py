@@ -1,0 +1,407 @@
+"""Naive Bayes from one pass: the root AVC-group plus per-class moments *is* the model.
+
+Categorical attributes keep weighted class counts per category (Laplace
+correction ``alpha``); numeric attributes keep, per class, the weighted count,
+mean and sum of squared deviations, merged across batches with the parallel
+(Chan et al.) formula, so Gaussian naive Bayes needs exactly one pass over data
+of any size and ``partial_fit`` is the same merge.  ``numeric="binned"`` counts
+numeric attributes per quantile bin instead; bin edges need the profiling pass,
+so it takes two passes.  Missing values are skipped attribute by attribute, in
+training and in prediction; a category never seen in training is skipped too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from storage import Source, as_table
+
+from .avc import AvcPass
+from .errors import DataError, NotFittedError
+from .estimators import numba_threads
+from .inputs import attribute_kinds, is_path, to_source, training_data
+from .params import ParamsMixin
+from .profile import ProfileTask
+from .schema import CATEGORICAL, category_values, numeric_values
+
+
+# -- the single pass ------------------------------------------------------------------
+@dataclass
+class Moments:
+    """Weighted count, mean and sum of squared deviations of one attribute in one class."""
+
+    w: float = 0.0
+    mean: float = 0.0
+    m2: float = 0.0
+
+    def merge(self, w: float, mean: float, m2: float) -> None:
+        if w <= 0:
+            return
+        if self.w <= 0:
+            self.w, self.mean, self.m2 = w, mean, m2
+            return
+        total = self.w + w
+        delta = mean - self.mean
+        self.mean += delta * w / total
+        self.m2 += m2 + delta * delta * self.w * w / total
+        self.w = total
+
+    @property
+    def var(self) -> float:
+        return self.m2 / self.w if self.w > 0 else 0.0
+
+
+@dataclass
+class BayesCounts:
+    """The mergeable state of the pass: class weights, category counts, numeric moments."""
+
+    class_weight: dict = field(default_factory=dict)  # class -> weight
+    categories: dict = field(default_factory=dict)  # attribute -> {(class, value): weight}
+    moments: dict = field(default_factory=dict)  # attribute -> {class: Moments}
+    spread: dict = field(default_factory=dict)  # attribute -> Moments over all rows, unweighted
+    n_rows: int = 0
+
+    def merge(self, other: "BayesCounts") -> "BayesCounts":
+        self.n_rows += other.n_rows
+        for c, w in other.class_weight.items():
+            self.class_weight[c] = self.class_weight.get(c, 0.0) + w
+        for a, cnt in other.categories.items():
+            mine = self.categories.setdefault(a, {})
+            for k, w in cnt.items():
+                mine[k] = mine.get(k, 0.0) + w
+        for a, per_class in other.moments.items():
+            mine = self.moments.setdefault(a, {})
+            for c, m in per_class.items():
+                mine.setdefault(c, Moments()).merge(m.w, m.mean, m.m2)
+        for a, m in other.spread.items():
+            self.spread.setdefault(a, Moments()).merge(m.w, m.mean, m.m2)
+        return self
+
+
+@dataclass
+class BayesPass:
+    """A :class:`storage.PassTask` computing :class:`BayesCounts` in one pass."""
+
+    kinds: dict
+    target: str
+    weight: str | None
+    where: str
+
+    def new_state(self) -> BayesCounts:
+        return BayesCounts()
+
+    def update(self, state: BayesCounts, batch: pa.RecordBatch, first_row: int) -> BayesCounts:
+        y = category_values(batch.column(self.target))
+        if y.null_count:
+            raise DataError(f"the target column {self.target!r} of {self.where} has null values")
+        if pa.types.is_floating(y.type) and pc.any(pc.is_nan(y)).as_py():
+            raise DataError(f"the target column {self.target!r} of {self.where} has NaN values")
+        encoded = pc.dictionary_encode(y)
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        labels = encoded.dictionary.to_pylist()
+        k = len(labels)
+        w = numeric_values(batch.column(self.weight)) if self.weight else np.ones(len(codes))
+        if self.weight:
+            bad = ~np.isfinite(w) | (w < 0)
+            if bad.any():
+                raise DataError(f"the weight column {self.weight!r} of {self.where} has a bad value "
+                                f"{w[bad][0]!r} at row {first_row + int(np.argmax(bad))}")
+        state.n_rows += len(codes)
+        for c, wc in zip(labels, np.bincount(codes, weights=w, minlength=k)):
+            state.class_weight[c] = state.class_weight.get(c, 0.0) + float(wc)
+        for name, kind in self.kinds.items():
+            col = batch.column(name)
+            if kind == CATEGORICAL:
+                self._count_categories(state, name, category_values(col), y, w)
+            else:
+                self._moments(state, name, numeric_values(col), codes, labels, w, first_row)
+        return state
+
+    def _count_categories(self, state, name, values, y, w):
+        grouped = pa.table({"v": values, "y": y, "w": w}).group_by(["y", "v"]).aggregate([("w", "sum")])
+        counts = state.categories.setdefault(name, {})
+        for c, v, s in zip(grouped.column("y").to_pylist(), grouped.column("v").to_pylist(),
+                           grouped.column("w_sum").to_pylist()):
+            if v is not None:  # missing values are skipped
+                counts[(c, v)] = counts.get((c, v), 0.0) + s
+
+    def _moments(self, state, name, x, codes, labels, w, first_row):
+        inf = np.isinf(x)
+        if inf.any():
+            raise DataError(f"column {name!r} of {self.where} holds {x[inf][0]} at row "
+                            f"{first_row + int(np.argmax(inf))}; infinite values are not allowed")
+        ok = ~np.isnan(x)
+        xo, co, wo = x[ok], codes[ok], w[ok]
+        k = len(labels)
+        W = np.bincount(co, weights=wo, minlength=k)
+        S = np.bincount(co, weights=wo * xo, minlength=k)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(W > 0, S / np.where(W > 0, W, 1), 0.0)
+        M2 = np.bincount(co, weights=wo * (xo - mean[co]) ** 2, minlength=k)
+        per_class = state.moments.setdefault(name, {})
+        for j, c in enumerate(labels):
+            per_class.setdefault(c, Moments()).merge(float(W[j]), float(mean[j]), float(M2[j]))
+        if len(xo):
+            m = float(xo.mean())
+            state.spread.setdefault(name, Moments()).merge(float(len(xo)), m, float(((xo - m) ** 2).sum()))
+
+    def merge(self, a: BayesCounts, b: BayesCounts) -> BayesCounts:
+        return a.merge(b)
+
+
+# -- the estimator --------------------------------------------------------------------------
+class NaiveBayesClassifier(ParamsMixin):
+    """Naive Bayes over data of any size, trained in one pass.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Laplace (additive) correction of the category counts; 0 disables it.
+    numeric : {"gaussian", "binned"}, default="gaussian"
+        Numeric attributes as per-class normal distributions (one pass), or
+        discretized into at most ``max_bins`` quantile bins and counted like
+        categories (two passes: the bins need the profiling pass).
+    var_smoothing : float, default=1e-9
+        Added to every Gaussian variance: this fraction of the largest
+        variance of any numeric attribute (as scikit-learn's ``GaussianNB``).
+    max_bins : int, default=255
+        Bins per numeric attribute with ``numeric="binned"``.
+    categorical_features : "auto" or list, default="auto"
+        Integer columns to treat as categorical (strings and booleans always are).
+    batch_size : int, default=65536
+        Rows per record batch; the model does not depend on it.
+    n_jobs : int or None, default=-1
+        Threads for the binned mode's Numba kernels.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    class_count_ : ndarray
+        Weighted rows per class.
+    class_log_prior_ : ndarray
+    theta_, var_ : ndarray of shape (n_classes, n_numeric)
+        Per-class means and variances of the Gaussian attributes (``numeric_features_`` order).
+    feature_log_prob_ : list of ndarray of shape (n_classes, n_values)
+        Smoothed log P(value | class) of each counted attribute (``counted_features_`` order).
+    n_passes_ : int
+        Passes over the data made by the last ``fit`` (1 with Gaussian numerics).
+
+    Examples
+    --------
+    >>> from rainforest import NaiveBayesClassifier
+    >>> nb = NaiveBayesClassifier().fit("data/train/", target="label")  # doctest: +SKIP
+    >>> nb.n_passes_  # doctest: +SKIP
+    1
+    """
+
+    def __init__(self, *, alpha=1.0, numeric="gaussian", var_smoothing=1e-9, max_bins=255,
+                 categorical_features="auto", batch_size=65536, n_jobs=-1):
+        self.alpha = alpha
+        self.numeric = numeric
+        self.var_smoothing = var_smoothing
+        self.max_bins = max_bins
+        self.categorical_features = categorical_features
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+
+    def _check_params(self):
+        if not (isinstance(self.alpha, (int, float)) and self.alpha >= 0):
+            raise ValueError(f"alpha must be a number >= 0, got {self.alpha!r}")
+        if self.numeric not in ("gaussian", "binned"):
+            raise ValueError(f"numeric must be 'gaussian' or 'binned', got {self.numeric!r}")
+        if not self.var_smoothing >= 0:
+            raise ValueError(f"var_smoothing must be >= 0, got {self.var_smoothing!r}")
+
+    def fit(self, X, y=None, *, target=None, sample_weight=None, features=None):
+        """Count everything in one pass (two with ``numeric="binned"``) and set the model.
+
+        Parameters are those of :meth:`DecisionTreeClassifier.fit`.
+        """
+        self._check_params()
+        data = training_data(X, y, target, sample_weight, features)
+        kinds = attribute_kinds(data.source, data.features, self.categorical_features)
+        before = data.source.n_passes
+        if self.numeric == "binned":
+            self._fit_binned(data, kinds)
+        else:
+            self._counts = self._one_pass(data, kinds)
+            self._kinds, self._target = kinds, data.target
+            self._set_gaussian_model(self._counts)
+        self.n_passes_ = data.source.n_passes - before
+        self.n_features_in_ = len(data.features)
+        self.feature_names_in_ = np.asarray(data.features, dtype=object)
+        return self
+
+    def partial_fit(self, X, y=None, *, target=None, sample_weight=None, features=None):
+        """Add a batch of rows to the counts; any split of the data gives the model of one ``fit``."""
+        self._check_params()
+        if self.numeric != "gaussian":
+            raise ValueError("partial_fit needs numeric='gaussian' (bin edges are fixed by a profiling pass)")
+        data = training_data(X, y, target, sample_weight, features)
+        kinds = attribute_kinds(data.source, data.features, self.categorical_features)
+        counts = self._one_pass(data, kinds)
+        if hasattr(self, "_counts"):
+            if kinds != self._kinds:
+                raise DataError("partial_fit got other feature columns or kinds than before")
+            counts = self._counts.merge(counts)
+        self._counts, self._kinds, self._target = counts, kinds, data.target
+        self._set_gaussian_model(counts)
+        self.n_features_in_ = len(data.features)
+        self.feature_names_in_ = np.asarray(data.features, dtype=object)
+        return self
+
+    def _one_pass(self, data, kinds) -> BayesCounts:
+        task = BayesPass(kinds, data.target, data.weight, data.source.description)
+        columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
+        counts = data.source.run_pass(task, columns, self.batch_size)
+        if counts.n_rows == 0:
+            raise DataError(f"{data.source.description} has no rows")
+        return counts
+
+    # -- turning counts into the model -------------------------------------------------
+    def _set_classes(self, class_weight: dict):
+        self.classes_ = np.asarray(sorted(class_weight))
+        self.class_count_ = np.array([class_weight[c] for c in self.classes_], dtype=np.float64)
+        if len(self.classes_) < 2:
+            raise DataError(f"the target has a single class ({self.classes_[0]!r}); a classifier needs two")
+        self.class_log_prior_ = np.log(self.class_count_) - np.log(self.class_count_.sum())
+
+    def _set_gaussian_model(self, counts: BayesCounts):
+        self._set_classes(counts.class_weight)
+        classes = list(self.classes_)
+        self.numeric_features_ = [a for a, k in self._kinds.items() if k != CATEGORICAL]
+        self.counted_features_ = [a for a, k in self._kinds.items() if k == CATEGORICAL]
+        n = len(classes)
+        self.theta_ = np.zeros((n, len(self.numeric_features_)))
+        self.var_ = np.zeros((n, len(self.numeric_features_)))
+        for j, a in enumerate(self.numeric_features_):
+            per_class = counts.moments.get(a, {})
+            for i, c in enumerate(classes):
+                m = per_class.get(c, Moments())
+                self.theta_[i, j], self.var_[i, j] = m.mean, m.var
+        spread = [counts.spread[a].var for a in self.numeric_features_ if a in counts.spread]
+        self.epsilon_ = self.var_smoothing * (max(spread) if spread else 0.0)
+        self.var_ = self.var_ + self.epsilon_
+        self.categories_ = []
+        self.category_count_ = []
+        for a in self.counted_features_:
+            cnt = counts.categories.get(a, {})
+            values = sorted({v for _, v in cnt})
+            index = {v: k for k, v in enumerate(values)}
+            table = np.zeros((n, len(values)))
+            for (c, v), w in cnt.items():
+                table[classes.index(c), index[v]] += w
+            self.categories_.append(values)
+            self.category_count_.append(table)
+        self._set_log_probs()
+
+    def _set_log_probs(self):
+        self.feature_log_prob_ = []
+        for table in self.category_count_:
+            smoothed = table + self.alpha
+            with np.errstate(divide="ignore"):
+                self.feature_log_prob_.append(np.log(smoothed) - np.log(smoothed.sum(axis=1, keepdims=True)))
+
+    def _fit_binned(self, data, kinds):
+        task = ProfileTask(kinds, data.target, data.weight, data.source.description, exact=False,
+                           max_bins=self.max_bins)
+        columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
+        with numba_threads(self.n_jobs):
+            schema = task.schema(data.source.run_pass(task, columns, self.batch_size))
+            n_classes = len(schema.label.classes)
+            weighted = data.weight is not None
+            root = (np.array([-2], np.int32), np.array([-2.0]), np.array([-1], np.int32), np.array([-1], np.int32),
+                    np.array([-1], np.int32), np.empty(0, np.int32), np.zeros(len(kinds), np.int64))
+            avc = data.source.run_pass(
+                AvcPass(schema, root, np.zeros(1, np.int64), 1, n_classes + weighted, None, weighted),
+                columns, self.batch_size)[0]
+        offsets = schema.slot_offsets()
+        first = avc[offsets[0]:offsets[1], :n_classes].sum(axis=0)
+        self._set_classes(dict(zip(schema.label.classes, first)))
+        self._schema = schema
+        self.numeric_features_ = []
+        self.counted_features_ = schema.names
+        self.theta_ = self.var_ = np.zeros((n_classes, 0))
+        # the AVC-set of each attribute, its missing slot dropped, is its count table
+        self.category_count_ = [avc[offsets[j]:offsets[j + 1] - 1, :n_classes].T.copy()
+                                for j in range(len(schema.attributes))]
+        self.categories_ = [a.categories if a.kind == CATEGORICAL else list(a.cuts) for a in schema.attributes]
+        self._set_log_probs()
+
+    # -- prediction ------------------------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "classes_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+
+    def _joint_log_likelihood(self, table: pa.Table) -> np.ndarray:
+        n = table.num_rows
+        jll = np.tile(self.class_log_prior_, (n, 1))
+        for j, a in enumerate(self.numeric_features_):
+            x = numeric_values(table.column(a))
+            ok = ~np.isnan(x)
+            var = self.var_[:, j]
+            term = -0.5 * np.log(2.0 * np.pi * var)[None, :] - 0.5 * (x[:, None] - self.theta_[None, :, j]) ** 2 / var
+            jll[ok] += term[ok]
+        for j, a in enumerate(self.counted_features_):
+            codes = self._codes(j, a, table.column(a))
+            ok = codes >= 0  # missing and unseen values are skipped
+            jll[ok] += self.feature_log_prob_[j][:, codes[ok]].T
+        return jll
+
+    def _codes(self, j: int, name: str, col) -> np.ndarray:
+        if self.numeric == "binned" and self._schema.attributes[j].kind != CATEGORICAL:
+            x = numeric_values(col)
+            codes = np.searchsorted(np.asarray(self.categories_[j]), x, side="left").astype(np.int64)
+            codes[np.isnan(x)] = -1
+            return codes
+        values = category_values(col)
+        cats = self.categories_[j]
+        idx = pc.index_in(values, value_set=pa.array(cats, type=values.type) if cats else pa.array([], values.type))
+        return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def _tables(self, X):
+        names = list(self.feature_names_in_)
+        if isinstance(X, Source) or is_path(X):
+            source = to_source(X)
+            source.check_columns(names)
+            for _, batch in source.scan(names, self.batch_size):
+                yield pa.Table.from_batches([batch])
+            return
+        table, cols, has_names = as_table(X)
+        if not has_names or not set(names) <= set(cols):
+            if table.num_columns != len(names):
+                raise DataError(f"X has {table.num_columns} features, but the model was trained with {len(names)}")
+            table = table.rename_columns(names)
+        yield table
+
+    def predict_joint_log_proba(self, X) -> np.ndarray:
+        """log P(x, c) = log P(c) + sum_i log P(x_i | c) for every row and class."""
+        self._check_fitted()
+        parts = [self._joint_log_likelihood(t) for t in self._tables(X)]
+        return np.concatenate(parts) if parts else np.empty((0, len(self.classes_)))
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """log P(c | x), normalised in log space."""
+        jll = self.predict_joint_log_proba(X)
+        top = jll.max(axis=1, keepdims=True)
+        return jll - (top + np.log(np.exp(jll - top).sum(axis=1, keepdims=True)))
+
+    def predict_proba(self, X) -> np.ndarray:
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+
+    def score(self, X, y=None, *, target=None) -> float:
+        """Accuracy on ``X``; with a path or Source, the labels come from ``target``."""
+        if y is None:
+            if target is None:
+                raise DataError("score needs y, or target= with a path or a Source")
+            source = to_source(X)
+            source.check_columns([target])
+            y = np.concatenate([b.column(0).to_numpy(zero_copy_only=False) for _, b in source.scan([target])])
+            return float(np.mean(self.predict(source) == y))
+        return float(np.mean(self.predict(X) == np.asarray(y)))

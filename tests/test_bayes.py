@@ -1,0 +1,129 @@
+"""Naive Bayes in one pass: the textbook example, scikit-learn's numbers, partial_fit, out of core."""
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import dataset_path, numeric_xy
+from rainforest import DataError, NaiveBayesClassifier
+from storage import ParquetSource
+
+
+def test_textbook_buys_computer():
+    nb = NaiveBayesClassifier(alpha=0).fit(dataset_path("buys_computer"), target="class")
+    assert nb.n_passes_ == 1
+    x = pa.table({"age": ["<=30"], "income": ["Medium"], "student": ["Yes"], "credit_rating": ["Fair"]})
+    joint = dict(zip(nb.classes_, np.exp(nb.predict_joint_log_proba(x))[0]))
+    assert joint["Yes"] == pytest.approx(0.028, abs=5e-4)  # P(X|yes)P(yes) = 0.044 x 0.643
+    assert joint["No"] == pytest.approx(0.007, abs=5e-4)  # P(X|no)P(no) = 0.019 x 0.357
+    assert nb.predict(x)[0] == "Yes"
+
+
+def test_laplacian_correction_of_zero_counts():
+    # 1,000 "yes" rows: income low 0, medium 990, high 10; a few "no" rows make "low" a known value
+    income = ["medium"] * 990 + ["high"] * 10 + ["low", "medium", "high"]
+    label = ["yes"] * 1000 + ["no"] * 3
+    nb = NaiveBayesClassifier(alpha=1).fit(pa.table({"income": income, "buys": label}), target="buys")
+    yes = list(nb.classes_).index("yes")
+    probs = dict(zip(nb.categories_[0], np.exp(nb.feature_log_prob_[0][yes])))
+    assert probs["low"] == pytest.approx(1 / 1003, rel=1e-12)
+    assert probs["medium"] == pytest.approx(991 / 1003, rel=1e-12)
+    assert probs["high"] == pytest.approx(11 / 1003, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["magic", "letter", "shuttle"])
+def test_gaussian_equals_sklearn(name):
+    from sklearn.naive_bayes import GaussianNB
+    X, y, _ = numeric_xy(name, np.float64)
+    nb = NaiveBayesClassifier(batch_size=1000).fit(X, y)
+    sk = GaussianNB().fit(X, y)
+    np.testing.assert_allclose(nb.theta_, sk.theta_, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(nb.var_, sk.var_, rtol=1e-9)
+    np.testing.assert_allclose(nb.predict_proba(X), sk.predict_proba(X), atol=1e-9)
+    np.testing.assert_allclose(nb.predict_log_proba(X[:500]), sk.predict_log_proba(X[:500]), rtol=1e-9, atol=1e-9)
+    assert np.mean(nb.predict(X) == sk.predict(X)) == 1.0
+
+
+def test_gaussian_var_smoothing_and_weights_equal_sklearn():
+    from sklearn.naive_bayes import GaussianNB
+    X, y, _ = numeric_xy("magic", np.float64)
+    w = np.random.default_rng(0).uniform(0.2, 3.0, size=len(y))
+    nb = NaiveBayesClassifier(var_smoothing=1e-3).fit(X, y, sample_weight=w)
+    sk = GaussianNB(var_smoothing=1e-3).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(nb.predict_proba(X), sk.predict_proba(X), atol=1e-9)
+    np.testing.assert_allclose(nb.class_count_, sk.class_count_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["mushroom", "connect_4"])
+def test_categorical_equals_sklearn(name):
+    from sklearn.naive_bayes import CategoricalNB
+    from sklearn.preprocessing import OrdinalEncoder
+    table = pq.read_table(dataset_path(name))
+    features = [c for c in table.column_names if c != "class"]
+    if name == "mushroom":  # CategoricalNB has no missing values: drop the column that has them
+        features = [c for c in features if table.column(c).null_count == 0]
+    nb = NaiveBayesClassifier(categorical_features=features).fit(table, target="class", features=features)
+    raw = np.column_stack([table.column(c).to_numpy(zero_copy_only=False) for c in features]).astype(str)
+    enc = OrdinalEncoder(categories=[[str(v) for v in cats] for cats in nb.categories_]).fit(raw)
+    sk = CategoricalNB(alpha=1.0).fit(enc.transform(raw), table.column("class").to_numpy(zero_copy_only=False))
+    X = table.select(features)
+    np.testing.assert_allclose(nb.predict_proba(X), sk.predict_proba(enc.transform(raw)), atol=1e-9)
+    for ours, theirs in zip(nb.feature_log_prob_, sk.feature_log_prob_):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9)
+
+
+def test_partial_fit_over_ten_batches_equals_one_fit():
+    table = pq.read_table(dataset_path("adult_train"))
+    whole = NaiveBayesClassifier().fit(table, target="class")
+    parts = NaiveBayesClassifier()
+    bounds = np.linspace(0, table.num_rows, 11).astype(int)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        parts.partial_fit(table.slice(a, b - a), target="class")
+    np.testing.assert_allclose(parts.theta_, whole.theta_, rtol=1e-12)
+    np.testing.assert_allclose(parts.var_, whole.var_, rtol=1e-10)
+    np.testing.assert_array_equal(parts.class_count_, whole.class_count_)
+    for p, w in zip(parts.category_count_, whole.category_count_):
+        np.testing.assert_array_equal(p, w)
+    test = dataset_path("adult_test")
+    np.testing.assert_allclose(parts.predict_proba(test), whole.predict_proba(test), atol=1e-10)
+
+
+def test_one_pass_over_parquet_with_nulls_and_unseen_values():
+    source = ParquetSource(dataset_path("adult_train"))
+    nb = NaiveBayesClassifier().fit(source, target="class")
+    assert nb.n_passes_ == 1 and source.n_passes == 1
+    assert nb.score(dataset_path("adult_test"), target="class") > 0.80
+    t = pq.read_table(dataset_path("adult_test")).drop_columns(["class"]).slice(0, 50)
+    odd = t.set_column(t.schema.get_field_index("workclass"), "workclass", pa.array(["Martian"] * 50))
+    assert np.isfinite(nb.predict_log_proba(odd)).all()  # an unseen category is skipped, like a missing one
+
+
+def test_binned_numerics_take_two_passes_and_learn():
+    X, y, _ = numeric_xy("magic", np.float64)
+    binned = NaiveBayesClassifier(numeric="binned", max_bins=32).fit(X, y)
+    assert binned.n_passes_ == 2
+    assert all(t.shape[0] == 2 and t.shape[1] <= 32 for t in binned.category_count_)
+    gaussian = NaiveBayesClassifier().fit(X, y)
+    assert binned.score(X, y) > gaussian.score(X, y)  # magic is far from normal
+    with pytest.raises(ValueError, match="partial_fit"):
+        NaiveBayesClassifier(numeric="binned").partial_fit(X, y)
+
+
+def test_missing_numeric_values_are_skipped():
+    X, y, _ = numeric_xy("magic", np.float64)
+    Xm = X.copy()
+    Xm[::3, 0] = np.nan
+    nb = NaiveBayesClassifier().fit(Xm, y)
+    keep = ~np.isnan(Xm[:, 0])
+    ref = NaiveBayesClassifier().fit(X[keep], y[keep])
+    np.testing.assert_allclose(nb.theta_[:, 0], ref.theta_[:, 0], rtol=1e-12)
+    assert np.isfinite(nb.predict_log_proba(Xm)).all()
+
+
+def test_bad_input():
+    with pytest.raises(DataError, match="single class"):
+        NaiveBayesClassifier().fit(np.ones((5, 2)), np.zeros(5))
+    with pytest.raises(DataError, match="'x0'"):
+        NaiveBayesClassifier().fit(np.array([[1.0], [np.inf], [2.0]]), np.array([0, 1, 0]))
+    with pytest.raises(ValueError, match="numeric"):
+        NaiveBayesClassifier(numeric="kernel").fit(np.ones((5, 2)), np.arange(5) % 2)
