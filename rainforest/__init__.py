@@ -6,6 +6,8 @@ DecisionTreeClassifier
     The out-of-core decision tree (exact or binned splits, gini / entropy / gain ratio).
 NaiveBayesClassifier
     Naive Bayes in one pass (Gaussian or binned numerics, Laplace-corrected categories).
+AdaBoostClassifier
+    SAMME boosting of stumps, shallow trees or naive Bayes, one pass per round.
 load
     Read a model saved with ``save``.
 Tree
@@ -13,8 +15,9 @@ Tree
 """
 from .errors import BudgetError, DataError, NotFittedError
 from .bayes import NaiveBayesClassifier
+from .boosting import AdaBoostClassifier
 from .estimators import DecisionTreeClassifier, load, root_avc_group
 from .tree import Tree
 
-__all__ = ["DecisionTreeClassifier", "NaiveBayesClassifier", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "NotFittedError"]
+__all__ = ["DecisionTreeClassifier", "NaiveBayesClassifier", "AdaBoostClassifier", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "NotFittedError"]
 __version__ = "0.1.0"

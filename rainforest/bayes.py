@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -133,23 +134,47 @@ class BayesPass:
         if inf.any():
             raise DataError(f"column {name!r} of {self.where} holds {x[inf][0]} at row "
                             f"{first_row + int(np.argmax(inf))}; infinite values are not allowed")
-        ok = ~np.isnan(x)
-        xo, co, wo = x[ok], codes[ok], w[ok]
-        k = len(labels)
-        W = np.bincount(co, weights=wo, minlength=k)
-        S = np.bincount(co, weights=wo * xo, minlength=k)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(W > 0, S / np.where(W > 0, W, 1), 0.0)
-        M2 = np.bincount(co, weights=wo * (xo - mean[co]) ** 2, minlength=k)
+        W, mean, M2, spread = class_moments(x, codes, w, len(labels))
         per_class = state.moments.setdefault(name, {})
         for j, c in enumerate(labels):
             per_class.setdefault(c, Moments()).merge(float(W[j]), float(mean[j]), float(M2[j]))
-        if len(xo):
-            m = float(xo.mean())
-            state.spread.setdefault(name, Moments()).merge(float(len(xo)), m, float(((xo - m) ** 2).sum()))
+        if spread[0] > 0:
+            state.spread.setdefault(name, Moments()).merge(float(spread[0]), float(spread[1]), float(spread[2]))
 
     def merge(self, a: BayesCounts, b: BayesCounts) -> BayesCounts:
         return a.merge(b)
+
+
+@numba.njit(cache=True, nogil=True)
+def class_moments(x, codes, w, k):
+    """Per class: weighted count, mean and sum of squared deviations of the non-missing ``x``
+    (two passes over the batch, for accuracy); and the same, unweighted, over all classes."""
+    W = np.zeros(k)
+    S = np.zeros(k)
+    n = 0.0
+    total = 0.0
+    for i in range(len(x)):
+        v = x[i]
+        if v == v:
+            W[codes[i]] += w[i]
+            S[codes[i]] += w[i] * v
+            n += 1.0
+            total += v
+    mean = np.zeros(k)
+    for c in range(k):
+        if W[c] > 0:
+            mean[c] = S[c] / W[c]
+    grand = total / n if n > 0 else 0.0
+    M2 = np.zeros(k)
+    m2_all = 0.0
+    for i in range(len(x)):
+        v = x[i]
+        if v == v:
+            d = v - mean[codes[i]]
+            M2[codes[i]] += w[i] * d * d
+            e = v - grand
+            m2_all += e * e
+    return W, mean, M2, np.array([n, grand, m2_all])
 
 
 # -- the estimator --------------------------------------------------------------------------

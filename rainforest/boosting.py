@@ -1,0 +1,333 @@
+"""AdaBoost (SAMME, multi-class) over data that stays out of core.
+
+Boosting weights are never stored: each round's pass computes every row's
+weight from the learners so far (``exp(sum of alpha_j over the learners that
+got the row wrong)``) as the rows stream by, and counts with it.
+
+* Trees: a round grows the tree in the usual passes over a source that adds
+  the weight column (one pass for a stump); the round's weighted error is read
+  off the new tree's own leaves, so no other pass is needed.
+* Naive Bayes: a learner's error needs its predictions, so each pass also
+  splits the counts by whether the previous learner got the row right; its
+  error and weight follow, and the new learner's counts are
+  ``right + exp(alpha) * wrong``.  One pass per round, plus one closing pass
+  that measures the last learner.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from storage import Source
+
+from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier
+from .errors import DataError, NotFittedError
+from .estimators import DecisionTreeClassifier, numba_threads, _resolve_count
+from .grow import GrowParams, grow_tree
+from .inputs import attribute_kinds, is_path, to_source, training_data
+from .params import ParamsMixin
+from .profile import ProfileTask
+from .schema import Label, numeric_values
+
+BOOST_WEIGHT = "__boost_weight__"
+PREVIOUS_WRONG = "__previous_wrong__"
+
+
+@dataclass
+class BoostedSource(Source):
+    """``base`` with the columns ``weigh(batch)`` computes (the boosting weight, a flag) added."""
+
+    base: Source = None
+    weigh: Callable[[pa.RecordBatch], dict] = None
+    needed: list = field(default_factory=list)  # base columns ``weigh`` reads
+    added: dict = field(default_factory=dict)  # name -> Arrow type
+
+    @property
+    def schema(self) -> pa.Schema:
+        s = self.base.schema
+        for name, typ in self.added.items():
+            s = s.append(pa.field(name, typ))
+        return s
+
+    @property
+    def description(self) -> str:
+        return self.base.description
+
+    def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        wanted = [c for c in columns if c not in self.added]
+        read = list(dict.fromkeys(wanted + self.needed))
+        for batch in self.base._batches(read, batch_size):
+            extra = self.weigh(batch)
+            arrays = [extra[c] if c in self.added else batch.column(c) for c in columns]
+            yield pa.RecordBatch.from_arrays([pa.array(a) if isinstance(a, np.ndarray) else a for a in arrays],
+                                             names=list(columns))
+
+
+@dataclass
+class SplitTask:
+    """Runs ``inner`` twice per pass: on the rows whose ``flag`` column is false, and on the others."""
+
+    inner: object
+    flag: str
+
+    def new_state(self):
+        return self.inner.new_state(), self.inner.new_state()
+
+    def update(self, state, batch: pa.RecordBatch, first_row: int):
+        mask = batch.column(self.flag).to_numpy(zero_copy_only=False).astype(bool)
+        right, wrong = state
+        if (~mask).any():
+            right = self.inner.update(right, batch.filter(pa.array(~mask)), first_row)
+        if mask.any():
+            wrong = self.inner.update(wrong, batch.filter(pa.array(mask)), first_row)
+        return right, wrong
+
+    def merge(self, a, b):
+        return self.inner.merge(a[0], b[0]), self.inner.merge(a[1], b[1])
+
+
+def _scaled(counts: BayesCounts, s: float) -> BayesCounts:
+    """The counts of rows whose weights are all multiplied by ``s``."""
+    out = BayesCounts(n_rows=counts.n_rows, spread=counts.spread)
+    out.class_weight = {c: w * s for c, w in counts.class_weight.items()}
+    out.categories = {a: {k: w * s for k, w in d.items()} for a, d in counts.categories.items()}
+    for a, per_class in counts.moments.items():
+        out.moments[a] = {c: type(m)(m.w * s, m.mean, m.m2 * s) for c, m in per_class.items()}
+    return out
+
+
+class AdaBoostClassifier(ParamsMixin):
+    """AdaBoost with the SAMME rule, for any number of classes, over data of any size.
+
+    Parameters
+    ----------
+    estimator : DecisionTreeClassifier or NaiveBayesClassifier, default=None
+        The weak learner (its parameters are used for every round); ``None`` is a
+        stump, ``DecisionTreeClassifier(max_depth=1)``. Naive Bayes must use
+        ``numeric="gaussian"``.
+    n_estimators : int, default=50
+        Most rounds; boosting stops early at a perfect learner or one no better
+        than chance.
+    learning_rate : float, default=1.0
+        Shrinks each learner's weight ``alpha``.
+
+    Attributes
+    ----------
+    estimators_ : list
+        The fitted learners.
+    estimator_weights_ : ndarray
+        Their weights ``alpha``.
+    estimator_errors_ : ndarray
+        Their weighted training errors.
+    n_passes_ : int
+        Passes over the data made by ``fit``.
+    n_passes_per_round_ : list of int
+        Passes each round took (the profiling and closing passes not included).
+    """
+
+    def __init__(self, estimator=None, *, n_estimators=50, learning_rate=1.0):
+        self.estimator = estimator
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+
+    def fit(self, X, y=None, *, target=None, sample_weight=None, features=None):
+        """Boost ``n_estimators`` rounds; parameters as :meth:`DecisionTreeClassifier.fit`."""
+        if not (isinstance(self.n_estimators, int) and self.n_estimators >= 1):
+            raise ValueError(f"n_estimators must be an integer >= 1, got {self.n_estimators!r}")
+        if not (isinstance(self.learning_rate, (int, float)) and self.learning_rate > 0):
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        base = DecisionTreeClassifier(max_depth=1) if self.estimator is None else self.estimator
+        data = training_data(X, y, target, sample_weight, features)
+        kinds = attribute_kinds(data.source, data.features, getattr(base, "categorical_features", "auto"))
+        self.estimators_, self.estimator_errors_, self.n_passes_per_round_ = [], [], []
+        self._alphas: list[float] = []
+        before = data.source.n_passes
+        if isinstance(base, DecisionTreeClassifier):
+            self._fit_trees(base, data, kinds)
+        elif isinstance(base, NaiveBayesClassifier):
+            if base.numeric != "gaussian":
+                raise ValueError("boosting naive Bayes needs numeric='gaussian'")
+            self._fit_bayes(base, data, kinds)
+        else:
+            raise ValueError(f"estimator must be a DecisionTreeClassifier or a NaiveBayesClassifier, got {base!r}")
+        self.n_passes_ = data.source.n_passes - before + sum(self.n_passes_per_round_) + self._closing_passes
+        self.estimator_weights_ = np.array(self._alphas)
+        self.estimator_errors_ = np.array(self.estimator_errors_)
+        self.n_features_in_ = len(data.features)
+        self.feature_names_in_ = np.asarray(data.features, dtype=object)
+        return self
+
+    # -- weights as the rows stream by ---------------------------------------------------
+    def _weigher(self, label: Label, user_weight: str | None, log_norm: float, flag_last: bool):
+        learners, alphas = list(self.estimators_), list(self._alphas)
+        scored = learners[:len(alphas)]
+
+        def weigh(batch: pa.RecordBatch) -> dict:
+            y = label.codes(batch.column(label.name))
+            lw = np.full(len(y), -log_norm)
+            for learner, alpha in zip(scored, alphas):
+                lw += alpha * (self._class_index(learner, batch) != y)
+            w = np.exp(lw)
+            if user_weight:
+                w *= numeric_values(batch.column(user_weight))
+            out = {BOOST_WEIGHT: w}
+            if flag_last:
+                wrong = (self._class_index(learners[-1], batch) != y) if len(learners) > len(alphas) \
+                    else np.zeros(len(y), bool)
+                out[PREVIOUS_WRONG] = wrong
+            return out
+
+        return weigh
+
+    def _class_index(self, learner, batch) -> np.ndarray:
+        """Index into ``classes_`` of each row's predicted class."""
+        if isinstance(learner, NaiveBayesClassifier):
+            table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+            return np.argmax(learner._joint_log_likelihood(table), axis=1)
+        tree = learner
+        table = batch.select(tree.feature_names) if hasattr(batch, "select") else batch
+        return np.argmax(tree.value[tree.apply(tree.encoder().encode(table))], axis=1)
+
+    def _alpha(self, err: float, k: int) -> float | None:
+        """SAMME's learner weight, or None when boosting must stop (error no better than chance)."""
+        if err >= 1.0 - 1.0 / k:
+            return None
+        err = max(err, 1e-300)
+        return self.learning_rate * (math.log((1.0 - err) / err) + math.log(k - 1.0))
+
+    # -- trees ------------------------------------------------------------------------------
+    def _fit_trees(self, base: DecisionTreeClassifier, data, kinds):
+        budget = base._check_params()
+        row_bytes = 8 * 4 * (len(data.features) + 3)
+        batch_size = base.batch_size or int(min(1 << 18, max(1024, budget // 4 // row_bytes)))
+        columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
+        with numba_threads(base.n_jobs):
+            task = ProfileTask(kinds, data.target, data.weight, data.source.description,
+                               exact=base.max_bins is None, max_bins=base.max_bins or 0,
+                               sample_rows=base.binning_sample, seed=int(base.random_state or 0))
+            profile = data.source.run_pass(task, columns, batch_size)
+            schema = task.schema(profile)
+            self.classes_ = np.asarray(schema.label.classes)
+            k = len(self.classes_)
+            params = GrowParams(
+                criterion=base.criterion, multiway=base.categorical_split == "multiway", max_depth=base.max_depth,
+                min_samples_split=_resolve_count(base.min_samples_split, profile.n_rows, 2),
+                min_samples_leaf=_resolve_count(base.min_samples_leaf, profile.n_rows, 1),
+                min_weight_fraction_leaf=base.min_weight_fraction_leaf,
+                min_impurity_decrease=base.min_impurity_decrease)
+            boosted_schema = replace(schema, weight=BOOST_WEIGHT, _tables=None)
+            log_norm = 0.0
+            for _ in range(self.n_estimators):
+                source = BoostedSource(base=data.source, needed=columns,
+                                       weigh=self._weigher(schema.label, data.weight, log_norm, False),
+                                       added={BOOST_WEIGHT: pa.float64()})
+                tree, _ = grow_tree(source, boosted_schema, params, budget, batch_size, None, base.verbose)
+                self.n_passes_per_round_.append(source.n_passes)
+                leaves = tree.is_leaf
+                total = tree.weighted_n_node_samples[0]
+                err = float((tree.value[leaves].sum() - tree.value[leaves].max(axis=1).sum()) / total)
+                alpha = 1.0 if err <= 0 else self._alpha(err, k)
+                if alpha is None:
+                    if not self.estimators_:
+                        raise DataError(f"the first learner is no better than chance (error {err:.3f}); "
+                                        f"boosting cannot start")
+                    break
+                self.estimators_.append(tree)
+                self._alphas.append(alpha)
+                self.estimator_errors_.append(err)
+                if err <= 0:
+                    break
+                log_norm += math.log(total)
+        self._closing_passes = 0
+
+    # -- naive Bayes ---------------------------------------------------------------------------
+    def _fit_bayes(self, base: NaiveBayesClassifier, data, kinds):
+        columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
+        label_values = None
+        log_norm = 0.0
+        self._closing_passes = 0
+        for m in range(self.n_estimators + 1):
+            label = Label(data.target, label_values or [])
+            source = BoostedSource(base=data.source, needed=columns,
+                                   weigh=self._weigher(label, data.weight, log_norm, True),
+                                   added={BOOST_WEIGHT: pa.float64(), PREVIOUS_WRONG: pa.bool_()})
+            if label_values is None:  # the first pass learns the classes itself: no learner to score yet
+                source.weigh = lambda b: {BOOST_WEIGHT: numeric_values(b.column(data.weight)) if data.weight
+                                          else np.ones(b.num_rows), PREVIOUS_WRONG: np.zeros(b.num_rows, bool)}
+            task = SplitTask(BayesPass(kinds, data.target, BOOST_WEIGHT, data.source.description), PREVIOUS_WRONG)
+            right, wrong = source.run_pass(task, list(kinds) + [data.target, BOOST_WEIGHT, PREVIOUS_WRONG],
+                                           base.batch_size)
+            counts = right
+            if m > 0:
+                w_right, w_wrong = sum(right.class_weight.values()), sum(wrong.class_weight.values())
+                err = w_wrong / (w_right + w_wrong)
+                alpha = 1.0 if err <= 0 else self._alpha(err, len(self.classes_))
+                if alpha is None:
+                    self.estimators_.pop()  # the last learner is no better than chance
+                    if not self.estimators_:
+                        raise DataError(f"the first learner is no better than chance (error {err:.3f})")
+                    self._closing_passes = 1
+                    break
+                self._alphas.append(alpha)
+                self.estimator_errors_.append(err)
+                if err <= 0 or m == self.n_estimators:
+                    self._closing_passes = 1
+                    break
+                counts = right.merge(_scaled(wrong, math.exp(alpha)))
+                log_norm += math.log(w_right + w_wrong * math.exp(alpha)) - math.log(w_right + w_wrong)
+            self.n_passes_per_round_.append(1)
+            learner = NaiveBayesClassifier(**base.get_params())
+            learner._kinds, learner._target = kinds, data.target
+            learner._set_gaussian_model(counts)
+            learner.feature_names_in_ = np.asarray(data.features, dtype=object)
+            if label_values is None:
+                label_values = list(learner.classes_)
+                self.classes_ = learner.classes_
+            self.estimators_.append(learner)
+        self.n_passes_per_round_ = self.n_passes_per_round_  # closing pass counted apart
+
+    # -- prediction --------------------------------------------------------------------------
+    def decision_function(self, X) -> np.ndarray:
+        """sum_m alpha_m [h_m(x) = k] / sum_m alpha_m for every row and class."""
+        if not hasattr(self, "estimators_"):
+            raise NotFittedError("this AdaBoostClassifier is not fitted yet; call fit first")
+        names = list(self.feature_names_in_)
+        parts = []
+        if isinstance(X, Source) or is_path(X):
+            source = to_source(X)
+            source.check_columns(names)
+            tables = (pa.Table.from_batches([b]) for _, b in source.scan(names))
+        else:
+            from storage import as_table
+            table, cols, has_names = as_table(X)
+            if not has_names or not set(names) <= set(cols):
+                table = table.rename_columns(names)
+            tables = [table.select(names)]
+        for table in tables:
+            score = np.zeros((table.num_rows, len(self.classes_)))
+            for learner, alpha in zip(self.estimators_, self.estimator_weights_):
+                score[np.arange(table.num_rows), self._class_index(learner, table)] += alpha
+            parts.append(score / self.estimator_weights_.sum())
+        return np.concatenate(parts) if parts else np.empty((0, len(self.classes_)))
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Softmax of the decision function over ``n_classes - 1`` (scikit-learn's SAMME probabilities)."""
+        d = self.decision_function(X) / max(len(self.classes_) - 1, 1)
+        e = np.exp(d - d.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+
+    def score(self, X, y=None, *, target=None) -> float:
+        """Accuracy; with a path or Source, the labels come from ``target``."""
+        if y is None:
+            source = to_source(X)
+            source.check_columns([target])
+            y = np.concatenate([b.column(0).to_numpy(zero_copy_only=False) for _, b in source.scan([target])])
+            return float(np.mean(self.predict(source) == y))
+        return float(np.mean(self.predict(X) == np.asarray(y)))
