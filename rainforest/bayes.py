@@ -100,9 +100,7 @@ class BayesPass:
             raise DataError(f"the target column {self.target!r} of {self.where} has null values")
         if pa.types.is_floating(y.type) and pc.any(pc.is_nan(y)).as_py():
             raise DataError(f"the target column {self.target!r} of {self.where} has NaN values")
-        encoded = pc.dictionary_encode(y)
-        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        labels = encoded.dictionary.to_pylist()
+        codes, labels = _label_codes(y)
         k = len(labels)
         w = numeric_values(batch.column(self.weight)) if self.weight else np.ones(len(codes))
         if self.weight:
@@ -113,12 +111,12 @@ class BayesPass:
         state.n_rows += len(codes)
         for c, wc in zip(labels, np.bincount(codes, weights=w, minlength=k)):
             state.class_weight[c] = state.class_weight.get(c, 0.0) + float(wc)
+        numeric = [name for name, kind in self.kinds.items() if kind != CATEGORICAL]
         for name, kind in self.kinds.items():
-            col = batch.column(name)
             if kind == CATEGORICAL:
-                self._count_categories(state, name, category_values(col), y, w)
-            else:
-                self._moments(state, name, numeric_values(col), codes, labels, w, first_row)
+                self._count_categories(state, name, category_values(batch.column(name)), y, w)
+        if numeric:
+            self._moments(state, numeric, batch, codes, labels, w, first_row)
         return state
 
     def _count_categories(self, state, name, values, y, w):
@@ -129,52 +127,77 @@ class BayesPass:
             if v is not None:  # missing values are skipped
                 counts[(c, v)] = counts.get((c, v), 0.0) + s
 
-    def _moments(self, state, name, x, codes, labels, w, first_row):
-        inf = np.isinf(x)
-        if inf.any():
-            raise DataError(f"column {name!r} of {self.where} holds {x[inf][0]} at row "
-                            f"{first_row + int(np.argmax(inf))}; infinite values are not allowed")
-        W, mean, M2, spread = class_moments(x, codes, w, len(labels))
-        per_class = state.moments.setdefault(name, {})
-        for j, c in enumerate(labels):
-            per_class.setdefault(c, Moments()).merge(float(W[j]), float(mean[j]), float(M2[j]))
-        if spread[0] > 0:
-            state.spread.setdefault(name, Moments()).merge(float(spread[0]), float(spread[1]), float(spread[2]))
+    def _moments(self, state, names, batch, codes, labels, w, first_row):
+        X = np.empty((batch.num_rows, len(names)), order="F")
+        for j, name in enumerate(names):
+            X[:, j] = numeric_values(batch.column(name))
+        W, mean, M2, spread = class_moments(X, codes, w, len(labels))
+        if not np.isfinite(spread).all():  # an infinite value: find it to name it
+            row, j = np.argwhere(np.isinf(X))[0]
+            raise DataError(f"column {names[j]!r} of {self.where} holds {X[row, j]} at row "
+                            f"{first_row + int(row)}; infinite values are not allowed")
+        for j, name in enumerate(names):
+            per_class = state.moments.setdefault(name, {})
+            for k, c in enumerate(labels):
+                per_class.setdefault(c, Moments()).merge(float(W[j, k]), float(mean[j, k]), float(M2[j, k]))
+            if spread[j, 0] > 0:
+                state.spread.setdefault(name, Moments()).merge(*map(float, spread[j]))
 
     def merge(self, a: BayesCounts, b: BayesCounts) -> BayesCounts:
         return a.merge(b)
 
 
-@numba.njit(cache=True, nogil=True)
-def class_moments(x, codes, w, k):
-    """Per class: weighted count, mean and sum of squared deviations of the non-missing ``x``
-    (two passes over the batch, for accuracy); and the same, unweighted, over all classes."""
-    W = np.zeros(k)
-    S = np.zeros(k)
-    n = 0.0
-    total = 0.0
-    for i in range(len(x)):
-        v = x[i]
-        if v == v:
-            W[codes[i]] += w[i]
-            S[codes[i]] += w[i] * v
-            n += 1.0
-            total += v
-    mean = np.zeros(k)
-    for c in range(k):
-        if W[c] > 0:
-            mean[c] = S[c] / W[c]
-    grand = total / n if n > 0 else 0.0
-    M2 = np.zeros(k)
-    m2_all = 0.0
-    for i in range(len(x)):
-        v = x[i]
-        if v == v:
-            d = v - mean[codes[i]]
-            M2[codes[i]] += w[i] * d * d
-            e = v - grand
-            m2_all += e * e
-    return W, mean, M2, np.array([n, grand, m2_all])
+@numba.njit(cache=True, nogil=True, parallel=True)
+def class_moments(X, codes, w, k):
+    """For every column of ``X`` and class: weighted count, mean and sum of squared deviations of
+    the non-missing values (two passes over the batch, for accuracy); and, per column, the same
+    unweighted over all classes.  Threads split the columns, so the result does not depend on them."""
+    p = X.shape[1]
+    W = np.zeros((p, k))
+    mean = np.zeros((p, k))
+    M2 = np.zeros((p, k))
+    spread = np.zeros((p, 3))
+    for j in numba.prange(p):
+        S = np.zeros(k)
+        n = 0.0
+        total = 0.0
+        for i in range(X.shape[0]):
+            v = X[i, j]
+            if v == v:
+                W[j, codes[i]] += w[i]
+                S[codes[i]] += w[i] * v
+                n += 1.0
+                total += v
+        for c in range(k):
+            if W[j, c] > 0:
+                mean[j, c] = S[c] / W[j, c]
+        grand = total / n if n > 0 else 0.0
+        m2_all = 0.0
+        for i in range(X.shape[0]):
+            v = X[i, j]
+            if v == v:
+                d = v - mean[j, codes[i]]
+                M2[j, codes[i]] += w[i] * d * d
+                e = v - grand
+                m2_all += e * e
+        spread[j, 0] = n
+        spread[j, 1] = grand
+        spread[j, 2] = m2_all
+    return W, mean, M2, spread
+
+
+def _label_codes(y: pa.Array) -> tuple[np.ndarray, list]:
+    """Per-row class codes in this batch and the class of each code (integers by counting, fast)."""
+    if pa.types.is_integer(y.type) and len(y):
+        v = y.to_numpy(zero_copy_only=False).astype(np.int64)
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo <= 1 << 16:
+            present = np.flatnonzero(np.bincount(v - lo))
+            lookup = np.zeros(hi - lo + 1, np.int64)
+            lookup[present] = np.arange(len(present))
+            return lookup[v - lo], (present + lo).tolist()
+    encoded = pc.dictionary_encode(y)
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary.to_pylist()
 
 
 # -- the estimator --------------------------------------------------------------------------
@@ -196,7 +219,7 @@ class NaiveBayesClassifier(ParamsMixin):
         Bins per numeric attribute with ``numeric="binned"``.
     categorical_features : "auto" or list, default="auto"
         Integer columns to treat as categorical (strings and booleans always are).
-    batch_size : int, default=65536
+    batch_size : int, default=262144
         Rows per record batch; the model does not depend on it.
     n_jobs : int or None, default=-1
         Threads for the binned mode's Numba kernels.
@@ -223,7 +246,7 @@ class NaiveBayesClassifier(ParamsMixin):
     """
 
     def __init__(self, *, alpha=1.0, numeric="gaussian", var_smoothing=1e-9, max_bins=255,
-                 categorical_features="auto", batch_size=65536, n_jobs=-1):
+                 categorical_features="auto", batch_size=262144, n_jobs=-1):
         self.alpha = alpha
         self.numeric = numeric
         self.var_smoothing = var_smoothing
