@@ -288,7 +288,6 @@ class AdaBoostClassifier(ParamsMixin):
                 label_values = list(learner.classes_)
                 self.classes_ = learner.classes_
             self.estimators_.append(learner)
-        self.n_passes_per_round_ = self.n_passes_per_round_  # closing pass counted apart
 
     # -- prediction --------------------------------------------------------------------------
     def decision_function(self, X) -> np.ndarray:
