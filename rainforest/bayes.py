@@ -23,7 +23,7 @@ from storage import Source, as_table
 from .avc import AvcPass
 from .errors import DataError, NotFittedError
 from .estimators import numba_threads
-from .inputs import attribute_kinds, is_path, to_source, training_data
+from .inputs import accuracy, attribute_kinds, is_path, to_source, training_data
 from .params import ParamsMixin
 from .profile import ProfileTask
 from .schema import CATEGORICAL, category_values, numeric_values
@@ -445,11 +445,4 @@ class NaiveBayesClassifier(ParamsMixin):
 
     def score(self, X, y=None, *, target=None) -> float:
         """Accuracy on ``X``; with a path or Source, the labels come from ``target``."""
-        if y is None:
-            if target is None:
-                raise DataError("score needs y, or target= with a path or a Source")
-            source = to_source(X)
-            source.check_columns([target])
-            y = np.concatenate([b.column(0).to_numpy(zero_copy_only=False) for _, b in source.scan([target])])
-            return float(np.mean(self.predict(source) == y))
-        return float(np.mean(self.predict(X) == np.asarray(y)))
+        return accuracy(self.predict, X, y, target)

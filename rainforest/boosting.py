@@ -26,11 +26,10 @@ from storage import Source
 
 from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier
 from .errors import DataError, NotFittedError
-from .estimators import DecisionTreeClassifier, numba_threads, _resolve_count
-from .grow import GrowParams, grow_tree
-from .inputs import attribute_kinds, is_path, to_source, training_data
+from .estimators import DecisionTreeClassifier, numba_threads
+from .grow import grow_tree
+from .inputs import accuracy, attribute_kinds, is_path, to_source, training_data
 from .params import ParamsMixin
-from .profile import ProfileTask
 from .schema import Label, numeric_values
 
 BOOST_WEIGHT = "__boost_weight__"
@@ -202,23 +201,13 @@ class AdaBoostClassifier(ParamsMixin):
     # -- trees ------------------------------------------------------------------------------
     def _fit_trees(self, base: DecisionTreeClassifier, data, kinds):
         budget = base._check_params()
-        row_bytes = 8 * 4 * (len(data.features) + 3)
-        batch_size = base.batch_size or int(min(1 << 18, max(1024, budget // 4 // row_bytes)))
+        batch_size = base._batch_size(budget, len(data.features) + 1)
         columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
         with numba_threads(base.n_jobs):
-            task = ProfileTask(kinds, data.target, data.weight, data.source.description,
-                               exact=base.max_bins is None, max_bins=base.max_bins or 0,
-                               sample_rows=base.binning_sample, seed=int(base.random_state or 0))
-            profile = data.source.run_pass(task, columns, batch_size)
-            schema = task.schema(profile)
+            schema, profile = base._profile(data, kinds, batch_size)
             self.classes_ = np.asarray(schema.label.classes)
             k = len(self.classes_)
-            params = GrowParams(
-                criterion=base.criterion, multiway=base.categorical_split == "multiway", max_depth=base.max_depth,
-                min_samples_split=_resolve_count(base.min_samples_split, profile.n_rows, 2),
-                min_samples_leaf=_resolve_count(base.min_samples_leaf, profile.n_rows, 1),
-                min_weight_fraction_leaf=base.min_weight_fraction_leaf,
-                min_impurity_decrease=base.min_impurity_decrease)
+            params = base._grow_params(profile.n_rows)
             boosted_schema = replace(schema, weight=BOOST_WEIGHT, _tables=None)
             log_norm = 0.0
             for _ in range(self.n_estimators):
@@ -323,10 +312,5 @@ class AdaBoostClassifier(ParamsMixin):
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
 
     def score(self, X, y=None, *, target=None) -> float:
-        """Accuracy; with a path or Source, the labels come from ``target``."""
-        if y is None:
-            source = to_source(X)
-            source.check_columns([target])
-            y = np.concatenate([b.column(0).to_numpy(zero_copy_only=False) for _, b in source.scan([target])])
-            return float(np.mean(self.predict(source) == y))
-        return float(np.mean(self.predict(X) == np.asarray(y)))
+        """Accuracy on ``X``; with a path or Source, the labels come from ``target``."""
+        return accuracy(self.predict, X, y, target)

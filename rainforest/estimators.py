@@ -16,7 +16,7 @@ from .budget import parse_bytes
 from .criteria import CRITERIA
 from .errors import DataError, NotFittedError
 from .grow import GrowParams, grow_tree
-from .inputs import attribute_kinds, is_path, to_source, training_data
+from .inputs import accuracy, attribute_kinds, is_path, to_source, training_data
 from .params import ParamsMixin
 from .profile import ProfileTask
 from .tree import Tree, write_atomic
@@ -188,22 +188,11 @@ class DecisionTreeClassifier(ParamsMixin):
         source = data.source
         kinds = attribute_kinds(source, data.features, self.categorical_features)
         passes_before = source.n_passes
-        row_bytes = 8 * 4 * (len(data.features) + 2)
-        batch_size = self.batch_size or int(min(1 << 18, max(1024, budget // 4 // row_bytes)))
+        batch_size = self._batch_size(budget, len(data.features))
         with numba_threads(self.n_jobs):
-            task = ProfileTask(kinds, data.target, data.weight, source.description, exact=self.max_bins is None,
-                               max_bins=self.max_bins or 0, sample_rows=self.binning_sample,
-                               seed=int(self.random_state or 0))
-            profile = source.run_pass(task, list(kinds) + [data.target] + ([data.weight] if data.weight else []),
-                                      batch_size)
-            schema = task.schema(profile)
+            schema, profile = self._profile(data, kinds, batch_size)
             class_weight = self._class_weights(schema.label.classes, profile.label_counts, profile.n_rows)
-            params = GrowParams(
-                criterion=self.criterion, multiway=self.categorical_split == "multiway", max_depth=self.max_depth,
-                min_samples_split=_resolve_count(self.min_samples_split, profile.n_rows, 2),
-                min_samples_leaf=_resolve_count(self.min_samples_leaf, profile.n_rows, 1),
-                min_weight_fraction_leaf=self.min_weight_fraction_leaf,
-                min_impurity_decrease=self.min_impurity_decrease)
+            params = self._grow_params(profile.n_rows)
             tree, stats = grow_tree(source, schema, params, budget, batch_size, class_weight, self.verbose)
         self.tree_ = tree
         self.classes_ = np.asarray(schema.label.classes)
@@ -218,6 +207,27 @@ class DecisionTreeClassifier(ParamsMixin):
         self.n_passes_per_level_ = stats.passes_per_level
         self.n_rows_ = profile.n_rows
         return self
+
+    def _batch_size(self, budget: int, n_features: int) -> int:
+        row_bytes = 8 * 4 * (n_features + 2)
+        return self.batch_size or int(min(1 << 18, max(1024, budget // 4 // row_bytes)))
+
+    def _profile(self, data, kinds, batch_size):
+        """The profiling pass: the schema (classes, categories, cuts) and what it counted."""
+        task = ProfileTask(kinds, data.target, data.weight, data.source.description, exact=self.max_bins is None,
+                           max_bins=self.max_bins or 0, sample_rows=self.binning_sample,
+                           seed=int(self.random_state or 0))
+        columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
+        profile = data.source.run_pass(task, columns, batch_size)
+        return task.schema(profile), profile
+
+    def _grow_params(self, n_rows: int) -> GrowParams:
+        return GrowParams(criterion=self.criterion, multiway=self.categorical_split == "multiway",
+                          max_depth=self.max_depth,
+                          min_samples_split=_resolve_count(self.min_samples_split, n_rows, 2),
+                          min_samples_leaf=_resolve_count(self.min_samples_leaf, n_rows, 1),
+                          min_weight_fraction_leaf=self.min_weight_fraction_leaf,
+                          min_impurity_decrease=self.min_impurity_decrease)
 
     def _class_weights(self, classes, counts, n_rows):
         cw = self.class_weight
@@ -284,19 +294,7 @@ class DecisionTreeClassifier(ParamsMixin):
 
     def score(self, X, y=None, *, target=None) -> float:
         """Accuracy on ``X``; with a path or Source, the labels come from ``target``."""
-        if y is None:
-            if target is None:
-                raise DataError("score needs y, or target= with a path or a Source")
-            source = to_source(X)
-            source.check_columns([target])
-            pred = self.predict(source)
-            labels = [b.column(0) for _, b in source.scan([target])]
-            nulls = sum(col.null_count for col in labels)
-            if nulls:
-                raise DataError(f"the target column {target!r} of {source.description} has {nulls} null values")
-            y = np.concatenate([col.to_numpy(zero_copy_only=False) for col in labels])
-            return float(np.mean(pred == y))
-        return float(np.mean(self.predict(X) == np.asarray(y)))
+        return accuracy(self.predict, X, y, target)
 
     @property
     def feature_importances_(self) -> np.ndarray:

@@ -109,3 +109,20 @@ def attribute_kinds(source: Source, features, categorical_features) -> dict:
                 raise DataError(f"column {c!r} is floating point and cannot be categorical; cast it to int or string")
             kinds[c] = CATEGORICAL
     return kinds
+
+
+def accuracy(predict, X, y=None, target=None) -> float:
+    """Share of rows of ``X`` whose ``predict`` equals the label: ``y``, or the column ``target``
+    of a path or Source (read in a pass of its own; null labels are an error)."""
+    if y is not None:
+        return float(np.mean(predict(X) == np.asarray(y)))
+    if target is None:
+        raise DataError("score needs y, or target= with a path or a Source")
+    source = to_source(X)
+    source.check_columns([target])
+    pred = predict(source)
+    labels = [b.column(0) for _, b in source.scan([target])]
+    nulls = sum(col.null_count for col in labels)
+    if nulls:
+        raise DataError(f"the target column {target!r} of {source.description} has {nulls} null values")
+    return float(np.mean(pred == np.concatenate([col.to_numpy(zero_copy_only=False) for col in labels])))
