@@ -128,3 +128,14 @@ class AvcPass:
     def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a += b
         return a
+
+
+def root_avc(source, schema: Schema, batch_size: int = 65536) -> np.ndarray:
+    """One pass counting the root's AVC-group (a last row-count channel when rows are weighted)."""
+    weighted = schema.weight is not None
+    n_attr = len(schema.attributes)
+    root = (np.array([-2], np.int32), np.array([-2.0]), np.array([-1], np.int32), np.array([-1], np.int32),
+            np.array([-1], np.int32), np.empty(0, np.int32), np.zeros(n_attr, np.int64))
+    columns = schema.names + [schema.label.name] + ([schema.weight] if weighted else [])
+    task = AvcPass(schema, root, np.zeros(1, np.int64), 1, len(schema.label.classes) + weighted, None, weighted)
+    return source.run_pass(task, columns, batch_size)[0]

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from storage import Source, as_table
 
-from .avc import AvcPass
+from .avc import root_avc
 from .errors import DataError, NotFittedError
 from .estimators import numba_threads
 from .inputs import accuracy, attribute_kinds, is_path, to_source, training_data
@@ -360,12 +360,7 @@ class NaiveBayesClassifier(ParamsMixin):
         with numba_threads(self.n_jobs):
             schema = task.schema(data.source.run_pass(task, columns, self.batch_size))
             n_classes = len(schema.label.classes)
-            weighted = data.weight is not None
-            root = (np.array([-2], np.int32), np.array([-2.0]), np.array([-1], np.int32), np.array([-1], np.int32),
-                    np.array([-1], np.int32), np.empty(0, np.int32), np.zeros(len(kinds), np.int64))
-            avc = data.source.run_pass(
-                AvcPass(schema, root, np.zeros(1, np.int64), 1, n_classes + weighted, None, weighted),
-                columns, self.batch_size)[0]
+            avc = root_avc(data.source, schema, self.batch_size)
         offsets = schema.slot_offsets()
         first = avc[offsets[0]:offsets[1], :n_classes].sum(axis=0)
         self._set_classes(dict(zip(schema.label.classes, first)))

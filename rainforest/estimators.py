@@ -11,7 +11,7 @@ import numpy as np
 
 from storage import Source, as_table
 
-from .avc import AvcPass, avc_group
+from .avc import avc_group, root_avc
 from .budget import parse_bytes
 from .criteria import CRITERIA
 from .errors import DataError, NotFittedError
@@ -345,12 +345,7 @@ def root_avc_group(X, target, *, categorical_features="auto", max_bins=None, fea
     task = ProfileTask(kinds, data.target, None, data.source.description, exact=max_bins is None,
                        max_bins=max_bins or 0)
     schema = task.schema(data.source.run_pass(task, list(kinds) + [data.target]))
-    n_classes = len(schema.label.classes)
-    root = (np.array([-2], np.int32), np.array([-2.0]), np.array([-1], np.int32), np.array([-1], np.int32),
-            np.array([-1], np.int32), np.empty(0, np.int32), np.zeros(len(kinds), np.int64))
-    avc = data.source.run_pass(AvcPass(schema, root, np.zeros(1, np.int64), 1, n_classes, None, False),
-                               schema.names + [data.target])
-    return avc_group(schema, avc[0])
+    return avc_group(schema, root_avc(data.source, schema))
 
 
 def load(path):
