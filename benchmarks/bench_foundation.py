@@ -26,140 +26,19 @@ process image) as the peak, with ``ru_maxrss`` alongside.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
-import platform
-import resource
-import shlex
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when run as a script
+import harness  # noqa: E402  (standard library only)
+from harness import LABEL, ROOT, SEED, fmt as _fmt, vm_rss_mb as _vm_rss_mb  # noqa: E402
+
 CONTENDERS = ("rainforest", "sklearn", "lightgbm")
 COLORS = {"rainforest": "#2a7f62", "sklearn": "#4c72b0", "lightgbm": "#dd8452"}
-LABEL = "class"
-SEED = 0
-PERTURBATION = 0.05  # the generator's default, recorded in _meta.json
-META_VERSION = 1
-
-
-# ---------------------------------------------------------------------------
-# helpers shared by parent and children (standard library only)
-
-
-def _vm_hwm_mb():
-    """Peak resident set of this process image (VmHWM), in MB; None off Linux."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
-
-
-def _vm_rss_mb():
-    """Current resident set of this process (VmRSS), in MB; None off Linux."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
-
-
-def _ru_maxrss_mb(usage) -> float:
-    # Linux reports kilobytes, macOS bytes.
-    return usage.ru_maxrss / (1024.0 * 1024.0 if sys.platform == "darwin" else 1024.0)
-
-
-def _machine() -> dict:
-    mem_gb = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    mem_gb = int(line.split()[1]) / 1024.0 / 1024.0
-                    break
-    except OSError:
-        pass
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    return {"cores": os.cpu_count(), "usable_cores": usable, "ram_gb": mem_gb, "cpu": cpu,
-            "platform": platform.platform(), "python": platform.python_version()}
-
-
-# ---------------------------------------------------------------------------
-# data
-
-
-def _data_meta(rows, files, function, test_rows) -> dict:
-    return {"version": META_VERSION, "generator": "rainforest.datasets.write_agrawal_parquet",
-            "function": function, "rows": rows, "files": files, "seed": SEED,
-            "perturbation": PERTURBATION, "test_rows": test_rows, "test_start": rows, "test_files": files,
-            "label": LABEL}
-
-
-def _generate(data_dir: Path, meta: dict) -> None:
-    """Child: write train and test folders, then ``_meta.json`` (last, so partial data are never reused)."""
-    from rainforest.datasets import write_agrawal_parquet
-
-    for sub in ("train", "test"):
-        shutil.rmtree(data_dir / sub, ignore_errors=True)
-    (data_dir / "_meta.json").unlink(missing_ok=True)
-    t0 = time.perf_counter()
-    write_agrawal_parquet(data_dir / "train", meta["rows"], function=meta["function"], n_files=meta["files"],
-                          seed=meta["seed"], perturbation=meta["perturbation"], start=0)
-    t1 = time.perf_counter()
-    write_agrawal_parquet(data_dir / "test", meta["test_rows"], function=meta["function"],
-                          n_files=min(meta["test_files"], meta["test_rows"]), seed=meta["seed"],
-                          perturbation=meta["perturbation"], start=meta["test_start"])
-    t2 = time.perf_counter()
-    (data_dir / "_meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    print(f"  wrote {meta['rows']:,} train rows in {t1 - t0:.1f} s and {meta['test_rows']:,} test rows "
-          f"in {t2 - t1:.1f} s", flush=True)
-
-
-def ensure_data(data_dir: Path, meta: dict) -> bool:
-    """Reuse ``data_dir`` when its ``_meta.json`` matches ``meta``; else generate (in a subprocess).
-
-    Returns True when the data were reused.
-    """
-    meta_path = data_dir / "_meta.json"
-    if meta_path.is_file():
-        try:
-            old = json.loads(meta_path.read_text())
-        except (OSError, ValueError):
-            old = None
-        if old == meta and any((data_dir / "train").glob("part-*.parquet")) \
-                and any((data_dir / "test").glob("part-*.parquet")):
-            return True
-    data_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, os.path.abspath(__file__), "--generate", str(data_dir), "--meta", json.dumps(meta)]
-    proc = subprocess.run(cmd)
-    if proc.returncode != 0:
-        sys.exit(f"error: generating data under {data_dir} failed (exit code {proc.returncode})")
-    return False
+PACKAGES = ("rainforest", "numba", "pyarrow", "scikit-learn", "lightgbm")  # versions recorded in the results
 
 
 # ---------------------------------------------------------------------------
@@ -272,110 +151,8 @@ def _run_lightgbm(train, test, depth, function) -> dict:
 RUNNERS = {"rainforest": _run_rainforest, "sklearn": _run_sklearn, "lightgbm": _run_lightgbm}
 
 
-def _child(name, train, test, depth, function) -> int:
-    row = {"name": name}
-    code = 0
-    try:
-        row.update(RUNNERS[name](train, test, depth, function))
-        row["status"] = "ok"
-    except MemoryError:
-        row["status"] = "failed: MemoryError"
-        code = 1
-    except BaseException as exc:  # report, never drop
-        msg = str(exc).strip().splitlines()
-        row["status"] = f"failed: {type(exc).__name__}" + (f": {msg[0][:200]}" if msg else "")
-        code = 1
-    row.setdefault("fit_seconds", None)
-    row.setdefault("passes", None)
-    row.setdefault("test_accuracy", None)
-    row["peak_rss_mb"] = _vm_hwm_mb()
-    row["ru_maxrss_mb"] = _ru_maxrss_mb(resource.getrusage(resource.RUSAGE_SELF))
-    if row["peak_rss_mb"] is None:
-        row["peak_rss_mb"] = row["ru_maxrss_mb"]
-    sys.stdout.flush()
-    print(json.dumps(row), flush=True)
-    return code
-
-
-# ---------------------------------------------------------------------------
-# parent: run children, collect rows
-
-
-def _last_json(text: str):
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict) and "name" in obj:
-                return obj
-    return None
-
-
-def run_contender(name, train, test, depth, function, timeout) -> dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--train", train, "--test", test,
-           "--depth", str(depth), "--function", str(function)]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True)
-        status, usage, timed_out = None, None, False
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid == proc.pid:
-                break
-            if time.perf_counter() - t0 > timeout:
-                timed_out = True
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)  # the child's own session, started above
-                except ProcessLookupError:
-                    pass
-                _, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.05)
-        proc.returncode = 0  # reaped by wait4 above; keep Popen from waiting again
-        wall = time.perf_counter() - t0
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-
-    row = _last_json(stdout) or {"name": name, "fit_seconds": None, "passes": None, "test_accuracy": None,
-                                 "peak_rss_mb": None}
-    row["child_wall_seconds"] = wall
-    row["child_ru_maxrss_mb"] = _ru_maxrss_mb(usage) if usage is not None else None
-    if row.get("peak_rss_mb") is None:
-        # No report from the child (killed): its rusage from wait4 is the best we have.
-        row["peak_rss_mb"] = row["child_ru_maxrss_mb"]
-    tail = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
-    reason = tail[-1][:200] if tail else ""
-    if timed_out:
-        row["status"] = "timeout"
-        row.update(fit_seconds=None, passes=None, test_accuracy=None)  # a late report is not a result
-    elif os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            signame = signal.Signals(sig).name
-        except ValueError:
-            signame = str(sig)
-        hint = " (out of memory?)" if sig == signal.SIGKILL else ""
-        row["status"] = f"failed: killed by {signame}{hint}" + (f": {reason}" if reason else "")
-    elif os.WEXITSTATUS(status) != 0 and not str(row.get("status", "")).startswith("failed"):
-        row["status"] = f"failed: exit code {os.WEXITSTATUS(status)}" + (f": {reason}" if reason else "")
-    row.setdefault("status", "ok")
-    if row["status"] != "ok":
-        tail = "\n".join(stderr.strip().splitlines()[-15:])
-        if tail:
-            print(f"  [{name} stderr]\n" + "\n".join("    " + ln for ln in tail.splitlines()), flush=True)
-    return row
-
-
 # ---------------------------------------------------------------------------
 # report
-
-
-def _fmt(x, spec):
-    return "-" if x is None else format(x, spec)
 
 
 def write_markdown(path: Path, rows, info) -> None:
@@ -440,17 +217,9 @@ def write_markdown(path: Path, rows, info) -> None:
     path.write_text("\n".join(lines))
 
 
-def write_plot(path: Path, rows, info) -> bool:
-    try:
-        import matplotlib
-    except ImportError:
-        print("matplotlib is not installed: writing the table only (pip install matplotlib)", flush=True)
-        return False
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def draw_plot(axes, rows, info) -> str:
+    """Bar charts of fit time and peak RSS on the two ``axes``; returns the figure's title."""
     names = [r["name"] for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     panels = [("fit_seconds", "fit time (s, Parquet read included)", "{:.2f}"),
               ("peak_rss_mb", "peak RSS (MB)", "{:.0f}")]
     for ax, (key, title, fmt) in zip(axes, panels):
@@ -464,24 +233,8 @@ def write_plot(path: Path, rows, info) -> bool:
                     ha="center", va="bottom", fontsize=9)
         ax.set_title(title)
         ax.set_ylim(0, top * 1.15)
-    fig.suptitle(f"one tree, depth {info['depth']}: Agrawal F{info['function']}, {info['rows']:,} rows, "
-                 f"{info['files']} files, {info['machine']['usable_cores']} cores", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
-
-
-def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for pkg in ("rainforest", "numba", "pyarrow", "scikit-learn", "lightgbm"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = "missing"
-    return out
+    return (f"one tree, depth {info['depth']}: Agrawal F{info['function']}, {info['rows']:,} rows, "
+            f"{info['files']} files, {info['machine']['usable_cores']} cores")
 
 
 # ---------------------------------------------------------------------------
@@ -495,71 +248,46 @@ def main(argv=None) -> int:
     p.add_argument("--function", type=int, default=7, choices=range(1, 11), metavar="{1..10}",
                    help="Agrawal classification function (default 7)")
     p.add_argument("--depth", type=int, default=10, help="maximum tree depth (default 10)")
-    p.add_argument("--contenders", default=",".join(CONTENDERS),
-                   help="comma-separated subset of " + ",".join(CONTENDERS))
-    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per contender (default 1800)")
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "foundation"),
-                   help="prefix of the .md/.json/.png results (default benchmarks/results/foundation)")
-    p.add_argument("--data-root", default=str(ROOT / "benchmarks" / "data"),
-                   help="folder of generated data sets (default benchmarks/data)")
-    # internal: child modes
-    p.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
-    p.add_argument("--train", help=argparse.SUPPRESS)
-    p.add_argument("--test", help=argparse.SUPPRESS)
-    p.add_argument("--generate", help=argparse.SUPPRESS)
-    p.add_argument("--meta", help=argparse.SUPPRESS)
+    harness.add_common_options(p, CONTENDERS, 1800.0, "seconds per contender (default 1800)", "foundation")
     args = p.parse_args(argv)
 
     if args.child:
-        return _child(args.child, args.train, args.test, args.depth, args.function)
+        return harness.child(args.child, lambda: RUNNERS[args.child](args.train, args.test, args.depth,
+                                                                     args.function), "fit_seconds")
     if args.generate:
-        _generate(Path(args.generate), json.loads(args.meta))
+        harness.generate(Path(args.generate), json.loads(args.meta))
         return 0
 
     if args.rows < 1 or args.files < 1 or args.files > args.rows:
         p.error("--rows must be >= 1 and --files between 1 and --rows")
     if args.depth < 1:
         p.error("--depth must be >= 1")
-    contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
-    bad = [c for c in contenders if c not in CONTENDERS]
-    if bad or not contenders:
-        p.error(f"--contenders: unknown {bad}; choose from {','.join(CONTENDERS)}")
+    contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
 
     test_rows = max(100_000, args.rows // 10)
     data_dir = Path(args.data_root) / f"agrawal_f{args.function}_{args.rows}"
-    meta = _data_meta(args.rows, args.files, args.function, test_rows)
-    print(f"data: {data_dir}", flush=True)
-    reused = ensure_data(data_dir, meta)
-    print("  reused (matching _meta.json)" if reused else "  generated", flush=True)
+    meta = harness.data_meta(args.rows, args.files, args.function, test_rows, args.files)
+    reused = harness.prepare_data(__file__, data_dir, meta)
     train, test = str(data_dir / "train"), str(data_dir / "test")
 
     rows = []
     for name in contenders:
         print(f"running {name} ...", flush=True)
-        row = run_contender(name, train, test, args.depth, args.function, args.timeout)
+        child_args = ["--train", train, "--test", test, "--depth", str(args.depth),
+                      "--function", str(args.function)]
+        row = harness.run_contender(__file__, name, child_args, args.timeout, "fit_seconds")
         rows.append(row)
         print(f"  {name}: status={row['status']} fit={_fmt(row.get('fit_seconds'), '.2f')} s "
               f"passes={row.get('passes')} peak_rss={_fmt(row.get('peak_rss_mb'), '.0f')} MB "
               f"acc={_fmt(row.get('test_accuracy'), '.4f')}", flush=True)
 
     info = {
-        "command": shlex.join(["python"] + sys.argv),
-        "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "machine": _machine(), "versions": _versions(),
+        **harness.run_info(PACKAGES),
         "rows": args.rows, "files": args.files, "depth": args.depth, "function": args.function,
         "test_rows": test_rows, "train": os.path.relpath(train, ROOT), "test": os.path.relpath(test, ROOT),
         "timeout": args.timeout, "data_reused": reused,
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    md, js, png = (out.with_name(out.name + ext) for ext in (".md", ".json", ".png"))
-    js.write_text(json.dumps({"info": info, "rows": rows}, indent=2) + "\n")
-    write_markdown(md, rows, info)
-    wrote = [md, js]
-    if write_plot(png, rows, info):
-        wrote.append(png)
-    print("wrote " + ", ".join(str(w) for w in wrote), flush=True)
-    print(md.read_text(), flush=True)
+    harness.write_results(args.out, info, rows, write_markdown, draw_plot)
     return 0
 
 
