@@ -7,7 +7,7 @@ array.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -101,8 +101,20 @@ def avc_group(schema: Schema, block: np.ndarray) -> AvcGroup:
 
 
 @dataclass
+class AvcState:
+    """What a pass returns: the AVC-groups, and the rows it was asked to keep (RF-Hybrid)."""
+
+    counts: np.ndarray
+    kept: list = field(default_factory=list)  # Arrow tables, in row order
+
+
+@dataclass
 class AvcPass:
-    """A :class:`storage.PassTask` building the AVC-groups of ``nodes`` of a growing tree."""
+    """A :class:`storage.PassTask` building the AVC-groups of ``nodes`` of a growing tree.
+
+    With ``keep`` (a flag per tree node), the rows reaching flagged nodes are also kept,
+    so that their subtrees can be grown in memory.
+    """
 
     schema: Schema
     routing: tuple  # arrays of the tree so far (see tree.route_rows)
@@ -111,22 +123,28 @@ class AvcPass:
     n_channels: int
     class_weight: np.ndarray | None
     weighted: bool
+    keep: np.ndarray | None = None
 
-    def new_state(self) -> np.ndarray:
+    def new_state(self) -> AvcState:
         n_slots = int(self.schema.slot_offsets()[-1])
-        return np.zeros((self.n_nodes, n_slots, self.n_channels))
+        return AvcState(np.zeros((self.n_nodes, n_slots, self.n_channels)))
 
-    def update(self, counts: np.ndarray, batch: pa.RecordBatch, first_row: int) -> np.ndarray:
+    def update(self, state: AvcState, batch: pa.RecordBatch, first_row: int) -> AvcState:
         X = self.schema.encode(batch)
         y = self.schema.label.codes(batch.column(self.schema.label.name))
         w = row_weights(batch, self.schema, y, self.class_weight)
-        node_of_row = self.node_pos[route_rows(X, *self.routing)]
-        accumulate(X, y, w, node_of_row, self.schema.slot_offsets(), self.schema.kinds,
-                   *self.schema.slot_tables(), counts, self.weighted)
-        return counts
+        leaf = route_rows(X, *self.routing)
+        accumulate(X, y, w, self.node_pos[leaf], self.schema.slot_offsets(), self.schema.kinds,
+                   *self.schema.slot_tables(), state.counts, self.weighted)
+        if self.keep is not None:
+            mask = self.keep[leaf]
+            if mask.any():
+                state.kept.append(pa.Table.from_batches([batch]).filter(pa.array(mask)))
+        return state
 
-    def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        a += b
+    def merge(self, a: AvcState, b: AvcState) -> AvcState:
+        a.counts += b.counts
+        a.kept.extend(b.kept)
         return a
 
 
@@ -138,4 +156,4 @@ def root_avc(source, schema: Schema, batch_size: int = 65536) -> np.ndarray:
             np.array([-1], np.int32), np.empty(0, np.int32), np.zeros(n_attr, np.int64))
     columns = schema.names + [schema.label.name] + ([schema.weight] if weighted else [])
     task = AvcPass(schema, root, np.zeros(1, np.int64), 1, len(schema.label.classes) + weighted, None, weighted)
-    return source.run_pass(task, columns, batch_size)[0]
+    return source.run_pass(task, columns, batch_size).counts[0]

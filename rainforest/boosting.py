@@ -214,7 +214,8 @@ class AdaBoostClassifier(ParamsMixin):
                 source = BoostedSource(base=data.source, needed=columns,
                                        weigh=self._weigher(schema.label, data.weight, log_norm, False),
                                        added={BOOST_WEIGHT: pa.float64()})
-                tree, _ = grow_tree(source, boosted_schema, params, budget, batch_size, None, base.verbose)
+                tree, _ = grow_tree(source, boosted_schema, params, budget, batch_size, None, base.verbose,
+                                    profile.n_rows)
                 self.n_passes_per_round_.append(source.n_passes)
                 leaves = tree.is_leaf
                 total = tree.weighted_n_node_samples[0]

@@ -81,6 +81,12 @@ class DecisionTreeClassifier(ParamsMixin):
     memory_budget : int or str, default="1GB"
         Bound on the AVC-groups held in one pass and on batch sizes; a level
         whose AVC-groups exceed it takes several passes.
+    algorithm : {"hybrid", "read"}, default="hybrid"
+        ``"read"`` (RF-Read) counts every level in passes over the data.
+        ``"hybrid"`` (RF-Hybrid) also keeps, during a pass, the rows of nodes
+        whose families fit a quarter of ``memory_budget``, and grows their
+        subtrees in memory: a level whose nodes are all in memory costs no
+        pass. Both build the identical tree.
     batch_size : int or None, default=None
         Rows per record batch; ``None`` derives it from ``memory_budget``.
         The tree does not depend on it.
@@ -119,8 +125,8 @@ class DecisionTreeClassifier(ParamsMixin):
     def __init__(self, *, criterion="gini", categorical_split="binary", max_bins=255, max_depth=None,
                  min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
                  min_impurity_decrease=0.0, class_weight=None, categorical_features="auto",
-                 memory_budget="1GB", batch_size=None, binning_sample=200_000, n_jobs=-1, random_state=0,
-                 verbose=0):
+                 memory_budget="1GB", algorithm="hybrid", batch_size=None, binning_sample=200_000, n_jobs=-1,
+                 random_state=0, verbose=0):
         self.criterion = criterion
         self.categorical_split = categorical_split
         self.max_bins = max_bins
@@ -132,6 +138,7 @@ class DecisionTreeClassifier(ParamsMixin):
         self.class_weight = class_weight
         self.categorical_features = categorical_features
         self.memory_budget = memory_budget
+        self.algorithm = algorithm
         self.batch_size = batch_size
         self.binning_sample = binning_sample
         self.n_jobs = n_jobs
@@ -154,6 +161,8 @@ class DecisionTreeClassifier(ParamsMixin):
             raise ValueError(f"min_weight_fraction_leaf must be in [0, 0.5], got {self.min_weight_fraction_leaf!r}")
         if not self.min_impurity_decrease >= 0:
             raise ValueError(f"min_impurity_decrease must be >= 0, got {self.min_impurity_decrease!r}")
+        if self.algorithm not in ("hybrid", "read"):
+            raise ValueError(f"algorithm must be 'hybrid' or 'read', got {self.algorithm!r}")
         if self.batch_size is not None and not (_is_int(self.batch_size) and self.batch_size >= 1):
             raise ValueError(f"batch_size must be None or a positive integer, got {self.batch_size!r}")
         if not (_is_int(self.binning_sample) and self.binning_sample >= 1000):
@@ -193,7 +202,8 @@ class DecisionTreeClassifier(ParamsMixin):
             schema, profile = self._profile(data, kinds, batch_size)
             class_weight = self._class_weights(schema.label.classes, profile.label_counts, profile.n_rows)
             params = self._grow_params(profile.n_rows)
-            tree, stats = grow_tree(source, schema, params, budget, batch_size, class_weight, self.verbose)
+            tree, stats = grow_tree(source, schema, params, budget, batch_size, class_weight, self.verbose,
+                                    profile.n_rows)
         self.tree_ = tree
         self.classes_ = np.asarray(schema.label.classes)
         self.n_classes_ = len(self.classes_)
@@ -227,7 +237,7 @@ class DecisionTreeClassifier(ParamsMixin):
                           min_samples_split=_resolve_count(self.min_samples_split, n_rows, 2),
                           min_samples_leaf=_resolve_count(self.min_samples_leaf, n_rows, 1),
                           min_weight_fraction_leaf=self.min_weight_fraction_leaf,
-                          min_impurity_decrease=self.min_impurity_decrease)
+                          min_impurity_decrease=self.min_impurity_decrease, hybrid=self.algorithm == "hybrid")
 
     def _class_weights(self, classes, counts, n_rows):
         cw = self.class_weight

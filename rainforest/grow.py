@@ -13,11 +13,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import pyarrow as pa
+
+from storage import TableSource
+
 from .avc import AvcPass
 from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_nodes
 from .errors import BudgetError
 from .schema import CATEGORICAL, Schema
-from .tree import KIND_NAMES, Tree
+from .tree import KIND_NAMES, Tree, route_rows
 
 log = logging.getLogger("rainforest")
 EPSILON = np.finfo(np.float64).eps
@@ -33,6 +37,7 @@ class GrowParams:
     min_weight_fraction_leaf: float = 0.0
     min_impurity_decrease: float = 0.0
     max_exhaustive: int = 12  # categorical subsets tried exhaustively up to this many categories
+    hybrid: bool = True  # RF-Hybrid: finish in memory the subtrees whose rows fit a quarter of the budget
 
 
 @dataclass
@@ -93,7 +98,7 @@ class GrowStats:
 
 
 def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, batch_size: int,
-              class_weight: np.ndarray | None, verbose: int = 0) -> tuple[Tree, GrowStats]:
+              class_weight: np.ndarray | None, verbose: int = 0, n_rows: int = 0) -> tuple[Tree, GrowStats]:
     """Grow a tree over ``source`` level by level; returns the tree and pass statistics."""
     crit = CRITERIA[params.criterion]
     node_crit = ENTROPY if crit == GAIN_RATIO else crit
@@ -120,7 +125,7 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
     stats = GrowStats(nodes_per_pass=per_pass)
     columns = schema.names + [schema.label.name] + ([schema.weight] if schema.weight else [])
     nodes = _Nodes()
-    nodes.add_leaf(np.zeros(n_classes), 0, 0.0, 0)
+    nodes.add_leaf(np.zeros(n_classes), n_rows, 0.0, 0)  # rows known from profiling let RF-Hybrid pull the root
     frontier = [0]
     derived: dict[int, tuple[int, list[int]]] = {}  # child -> (parent, siblings counted directly)
     parent_avc: dict[int, np.ndarray] = {}
@@ -129,11 +134,18 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
     total_weight = 0.0
     max_depth = np.inf if params.max_depth is None else params.max_depth
     level = 0
+    # RF-Hybrid: rows of nodes whose families fit a quarter of the budget are kept in memory by
+    # a data pass; their subtrees are then counted over those rows, costing no data pass.
+    memory: pa.Table | None = None
+    in_memory: set[int] = set()
+    memory_rows = (budget_bytes // 4) // _row_bytes(schema) if params.hybrid else 0
     while frontier:
         passes_this_level = 0
         next_frontier: list[int] = []
         next_derived: dict[int, tuple[int, list[int]]] = {}
         in_frontier = set(frontier)
+        pull = _families_to_pull(nodes, frontier, in_memory, memory_rows - (memory.num_rows if memory else 0),
+                                 max_depth)
         for child, (parent, siblings) in list(derived.items()):
             if len(siblings) + 1 > per_pass:  # the family does not fit one pass: count the child too
                 del derived[child]
@@ -142,17 +154,34 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
             members = [n for g in chunk_groups for n in g]
             chunk_derived = [g[-1] for g in chunk_groups if g[-1] in derived]
             build = [n for n in members if n not in derived]
-            node_pos = np.full(len(nodes.feature), -1, np.int64)
-            node_pos[build] = np.arange(len(build))
-            task = AvcPass(schema, nodes.routing(n_categories), node_pos, len(build), n_channels, class_weight,
-                           weighted)
-            t0 = time.perf_counter()
-            counted = source.run_pass(task, columns, batch_size)
-            passes_this_level += 1
-            stats.n_passes += 1
-            if verbose or log.isEnabledFor(logging.INFO):
-                _log_pass(verbose, level, len(build), len(chunk_derived), time.perf_counter() - t0)
-            block_of = {n: counted[i] for i, n in enumerate(build)}
+            block_of = {}
+            for from_memory in (False, True):
+                part = [n for n in build if (n in in_memory) == from_memory]
+                if not part:
+                    continue
+                node_pos = np.full(len(nodes.feature), -1, np.int64)
+                node_pos[part] = np.arange(len(part))
+                keep = None
+                if pull and not from_memory:
+                    keep = np.zeros(len(nodes.feature), bool)
+                    keep[pull] = True
+                task = AvcPass(schema, nodes.routing(n_categories), node_pos, len(part), n_channels, class_weight,
+                               weighted, keep)
+                t0 = time.perf_counter()
+                if from_memory:
+                    state = TableSource(table=memory, name="rows kept in memory").run_pass(task, columns, batch_size)
+                else:
+                    state = source.run_pass(task, columns, batch_size)
+                    passes_this_level += 1
+                    stats.n_passes += 1
+                if verbose or log.isEnabledFor(logging.INFO):
+                    _log_pass(verbose, level, len(part), len(chunk_derived), from_memory, time.perf_counter() - t0)
+                block_of.update((n, state.counts[i]) for i, n in enumerate(part))
+                if keep is not None:
+                    memory = pa.concat_tables(([memory] if memory is not None else []) + state.kept)
+                    in_memory.update(pull)
+                    pull = []
+                del state
             for d in chunk_derived:
                 parent, siblings = derived[d]
                 block = parent_avc.pop(parent)
@@ -163,7 +192,7 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
             # are leaves were only counted for the subtraction
             chunk = sorted(n for n in members if n in in_frontier)
             avc = np.stack([block_of[n] for n in chunk])
-            del block_of, counted
+            del block_of
             if not root_done:
                 totals = avc[0, offsets[0]:offsets[1]].sum(axis=0)
                 w_root = totals[:n_classes].sum()
@@ -221,11 +250,19 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
                     kids.append(child)
                     if not _pre_leaf(nodes, child, params, max_depth, min_weight_leaf):
                         next_frontier.append(child)
+                if node in in_memory:
+                    in_memory.update(kids)
                 largest = kids[int(np.argmax(child_n))]
                 if subtract and len(parent_avc) < parents_cap and largest in next_frontier[-nb:]:
                     next_derived[largest] = (node, [c for c in kids if c != largest])
                     parent_avc[node] = avc[k].copy()
         stats.passes_per_level.append(passes_this_level)
+        if memory is not None:  # release the kept rows no node of the next level counts
+            needed = set(next_frontier).union(*(sibs for _, sibs in next_derived.values()))
+            growing = np.zeros(len(nodes.feature), bool)
+            growing[[n for n in needed if n in in_memory]] = True
+            leaf = route_rows(schema.encode(memory), *nodes.routing(n_categories))
+            memory = memory.filter(pa.array(growing[leaf]))
         frontier = next_frontier
         derived = next_derived
         level += 1
@@ -261,6 +298,22 @@ def _pack(groups: list[list[int]], per_pass: int):
         yield chunk
 
 
+def _row_bytes(schema: Schema) -> int:
+    """Rough in-memory size of a kept row: 8 bytes a number, 24 a category, plus label and weight."""
+    return sum(8 if a.kind != CATEGORICAL else 24 for a in schema.attributes) + 16
+
+
+def _families_to_pull(nodes: _Nodes, frontier: list[int], in_memory: set, room_rows: int, max_depth) -> list[int]:
+    """Frontier nodes (in order) whose rows fit the room left, and whose subtree goes on growing."""
+    pull = []
+    for n in frontier:
+        rows = nodes.n_node_samples[n]
+        if n not in in_memory and nodes.depth[n] + 1 < max_depth and 0 < rows <= room_rows:
+            pull.append(n)
+            room_rows -= rows
+    return pull
+
+
 def _pre_leaf(nodes: _Nodes, i: int, p: GrowParams, max_depth, min_weight_leaf) -> bool:
     """scikit-learn's conditions that make a node a leaf before its split is searched."""
     n = nodes.n_node_samples[i]
@@ -286,8 +339,9 @@ def _split(nodes: _Nodes, node: int, attribute, a: int, br: np.ndarray, nb: int,
         nodes.threshold[node] = attribute.threshold(int(left_slot), int(right_slot))
 
 
-def _log_pass(verbose, level, n_counted, n_derived, seconds):
-    msg = f"level {level}: pass counting {n_counted} node(s) ({n_derived} more by subtraction) in {seconds:.2f}s"
+def _log_pass(verbose, level, n_counted, n_derived, from_memory, seconds):
+    where = "rows in memory" if from_memory else "pass over the data"
+    msg = f"level {level}: {where} counting {n_counted} node(s) ({n_derived} more by subtraction) in {seconds:.2f}s"
     if verbose:
         print(msg, flush=True)
     log.info(msg)

@@ -49,15 +49,17 @@ def test_same_tree_on_strings_and_nulls_for_any_layout(tmp_path):
 
 def test_passes_per_level_when_the_level_fits(agrawal):
     for depth in (1, 4, 8):
-        clf = DecisionTreeClassifier(max_depth=depth, max_bins=64).fit(agrawal["fifty"], target="class")
+        clf = DecisionTreeClassifier(max_depth=depth, max_bins=64, algorithm="read")
+        clf.fit(agrawal["fifty"], target="class")
         assert clf.get_depth() == depth
         assert clf.n_passes_ - 1 <= depth + 1  # besides the profiling pass
         assert clf.n_passes_per_level_ == [1] * depth
 
 
 def test_tiny_budget_takes_more_passes_for_the_identical_tree(agrawal):
-    roomy = DecisionTreeClassifier(max_depth=8, max_bins=64, memory_budget="1GB").fit(agrawal["one"], target="class")
-    tight = DecisionTreeClassifier(max_depth=8, max_bins=64, memory_budget="150KB").fit(agrawal["one"], target="class")
+    params = dict(max_depth=8, max_bins=64, algorithm="read")
+    roomy = DecisionTreeClassifier(memory_budget="1GB", **params).fit(agrawal["one"], target="class")
+    tight = DecisionTreeClassifier(memory_budget="150KB", **params).fit(agrawal["one"], target="class")
     assert tight.n_passes_ > roomy.n_passes_ + 5
     assert max(tight.n_passes_per_level_) > 1
     assert tight.tree_.to_json() == roomy.tree_.to_json()
@@ -65,7 +67,7 @@ def test_tiny_budget_takes_more_passes_for_the_identical_tree(agrawal):
 
 def test_a_pass_is_counted_by_the_source(agrawal):
     source = ParquetSource(agrawal["fifty"])
-    clf = DecisionTreeClassifier(max_depth=3, max_bins=32).fit(source, target="class")
+    clf = DecisionTreeClassifier(max_depth=3, max_bins=32, algorithm="read").fit(source, target="class")
     assert source.n_passes == clf.n_passes_ == 1 + 3
     clf.predict(source)
     assert source.n_passes == 5
@@ -97,3 +99,24 @@ def test_sibling_subtraction_gives_the_counted_tree(categorical_split):
     # a budget too small to hold a multiway family in one pass still gives the same tree
     tight = DecisionTreeClassifier(memory_budget="500KB", **params).fit(table, target="class")
     assert tight.tree_.to_json() == derived.tree_.to_json() and tight.n_passes_ > derived.n_passes_
+
+
+@pytest.mark.parametrize("max_bins", [None, 64])
+def test_hybrid_grows_the_read_tree_in_fewer_passes(agrawal, max_bins):
+    params = dict(max_depth=12, max_bins=max_bins, binning_sample=5000)
+    read = DecisionTreeClassifier(algorithm="read", **params).fit(agrawal["fifty"], target="class")
+    # the whole data fits the hybrid share: one data pass pulls it in, the rest is in memory
+    hybrid = DecisionTreeClassifier(algorithm="hybrid", **params).fit(agrawal["fifty"], target="class")
+    assert hybrid.tree_.to_json() == read.tree_.to_json()
+    assert read.n_passes_ >= 1 + read.get_depth() and read.get_depth() == 12  # exact mode: levels may need 2+
+    assert hybrid.n_passes_ == 2 and hybrid.n_passes_per_level_ == [1] + [0] * 11
+
+
+def test_hybrid_with_room_for_deep_nodes_only(agrawal):
+    # a quarter of 8 MB holds about 80 % of the rows: nodes are pulled in from level 1 on
+    params = dict(max_depth=12, max_bins=64, memory_budget="8MB")
+    read = DecisionTreeClassifier(algorithm="read", **params).fit(agrawal["fifty"], target="class")
+    hybrid = DecisionTreeClassifier(algorithm="hybrid", **params).fit(agrawal["fifty"], target="class")
+    assert hybrid.tree_.to_json() == read.tree_.to_json()
+    assert 2 < hybrid.n_passes_ < read.n_passes_
+    assert hybrid.n_passes_per_level_[:2] == read.n_passes_per_level_[:2]
