@@ -304,14 +304,11 @@ def _row_bytes(schema: Schema) -> int:
 
 
 def _families_to_pull(nodes: _Nodes, frontier: list[int], in_memory: set, room_rows: int, max_depth) -> list[int]:
-    """Frontier nodes (in order) whose rows fit the room left, and whose subtree goes on growing."""
-    pull = []
-    for n in frontier:
-        rows = nodes.n_node_samples[n]
-        if n not in in_memory and nodes.depth[n] + 1 < max_depth and 0 < rows <= room_rows:
-            pull.append(n)
-            room_rows -= rows
-    return pull
+    """The frontier nodes not yet in memory whose subtrees go on growing, if all their rows fit the
+    room left: then every later level is counted in memory.  Keeping only some would add work (the
+    others still need a pass per level) without saving a pass."""
+    pull = [n for n in frontier if n not in in_memory and nodes.depth[n] + 1 < max_depth]
+    return pull if pull and sum(nodes.n_node_samples[n] for n in pull) <= room_rows else []
 
 
 def _pre_leaf(nodes: _Nodes, i: int, p: GrowParams, max_depth, min_weight_leaf) -> bool:

@@ -113,7 +113,7 @@ def test_hybrid_grows_the_read_tree_in_fewer_passes(agrawal, max_bins):
 
 
 def test_hybrid_with_room_for_deep_nodes_only(agrawal):
-    # a quarter of 8 MB holds about 80 % of the rows: nodes are pulled in from level 1 on
+    # a quarter of 8 MB holds about 80 % of the rows: once the rows left to split fit, no more data passes
     params = dict(max_depth=12, max_bins=64, memory_budget="8MB")
     read = DecisionTreeClassifier(algorithm="read", **params).fit(agrawal["fifty"], target="class")
     hybrid = DecisionTreeClassifier(algorithm="hybrid", **params).fit(agrawal["fifty"], target="class")
