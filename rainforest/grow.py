@@ -8,6 +8,7 @@ purity, ``min_impurity_decrease``), so that exact mode grows scikit-learn's tree
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -155,8 +156,8 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
             chunk_derived = [g[-1] for g in chunk_groups if g[-1] in derived]
             build = [n for n in members if n not in derived]
             block_of = {}
-            for from_memory in (False, True):
-                part = [n for n in build if (n in in_memory) == from_memory]
+            parts = {flag: [n for n in build if (n in in_memory) == flag] for flag in (False, True)}
+            for from_memory, part in parts.items():  # split first: nodes pulled by this pass are counted once
                 if not part:
                     continue
                 node_pos = np.full(len(nodes.feature), -1, np.int64)
@@ -167,15 +168,17 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
                     keep[pull] = True
                 task = AvcPass(schema, nodes.routing(n_categories), node_pos, len(part), n_channels, class_weight,
                                weighted, keep)
-                t0 = time.perf_counter()
+                where = "rows kept in memory" if from_memory else f"pass {stats.n_passes + 2} over the data"
+                meter = PassMeter(f"level {level}, {where}, {len(part)} node(s) counted"
+                                  f" + {len(chunk_derived)} by subtraction", verbose)
                 if from_memory:
-                    state = TableSource(table=memory, name="rows kept in memory").run_pass(task, columns, batch_size)
+                    state = TableSource(table=memory, name="rows kept in memory").run_pass(task, columns, batch_size,
+                                                                                          meter)
                 else:
-                    state = source.run_pass(task, columns, batch_size)
+                    state = source.run_pass(task, columns, batch_size, meter)
                     passes_this_level += 1
                     stats.n_passes += 1
-                if verbose or log.isEnabledFor(logging.INFO):
-                    _log_pass(verbose, level, len(part), len(chunk_derived), from_memory, time.perf_counter() - t0)
+                meter.done()
                 block_of.update((n, state.counts[i]) for i, n in enumerate(part))
                 if keep is not None:
                     memory = pa.concat_tables(([memory] if memory is not None else []) + state.kept)
@@ -336,9 +339,26 @@ def _split(nodes: _Nodes, node: int, attribute, a: int, br: np.ndarray, nb: int,
         nodes.threshold[node] = attribute.threshold(int(left_slot), int(right_slot))
 
 
-def _log_pass(verbose, level, n_counted, n_derived, from_memory, seconds):
-    where = "rows in memory" if from_memory else "pass over the data"
-    msg = f"level {level}: {where} counting {n_counted} node(s) ({n_derived} more by subtraction) in {seconds:.2f}s"
-    if verbose:
-        print(msg, flush=True)
-    log.info(msg)
+class PassMeter:
+    """Counts a pass's rows: a progress line on stderr while ``verbose``, then one log line
+    (``logging`` at INFO, and printed when ``verbose``) with the rows per second."""
+
+    def __init__(self, label: str, verbose: int):
+        self.label, self.verbose = label, verbose
+        self.rows = 0
+        self.start = self.shown = time.perf_counter()
+
+    def __call__(self, n: int) -> None:
+        self.rows += n
+        now = time.perf_counter()
+        if self.verbose and now - self.shown > 0.5:
+            self.shown = now
+            print(f"\r  {self.label}: {self.rows:,} rows", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        seconds = time.perf_counter() - self.start
+        rate = self.rows / seconds if seconds > 0 else float("inf")
+        msg = f"{self.label}: {self.rows:,} rows in {seconds:.2f}s ({rate:,.0f} rows/s)"
+        log.info(msg)
+        if self.verbose:
+            print(f"\r{msg}", file=sys.stderr if self.shown > self.start else sys.stdout, flush=True)

@@ -120,3 +120,18 @@ def test_hybrid_with_room_for_deep_nodes_only(agrawal):
     assert hybrid.tree_.to_json() == read.tree_.to_json()
     assert 2 < hybrid.n_passes_ < read.n_passes_
     assert hybrid.n_passes_per_level_[:2] == read.n_passes_per_level_[:2]
+
+
+def test_one_log_line_per_pass_with_rows_per_second(agrawal, capsys, caplog):
+    import logging
+    with caplog.at_level(logging.INFO, logger="rainforest"):
+        read = DecisionTreeClassifier(max_depth=4, algorithm="read", verbose=1).fit(agrawal["fifty"], target="class")
+    lines = [r.getMessage() for r in caplog.records if "rows/s" in r.getMessage()]
+    assert len(lines) == read.n_passes_ - 1  # one per growth pass (the profiling pass is not a level)
+    assert all("30,000 rows" in line and "over the data" in line for line in lines)
+    assert capsys.readouterr().out.count("rows/s") == len(lines)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="rainforest"):
+        DecisionTreeClassifier(max_depth=4).fit(agrawal["fifty"], target="class")
+    where = [r.getMessage().split(",")[1].strip() for r in caplog.records if "rows/s" in r.getMessage()]
+    assert where == ["pass 2 over the data"] + ["rows kept in memory"] * 3
