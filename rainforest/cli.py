@@ -170,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: 2)")
     p.add_argument("--memory-budget", type=_size, default="1GB", metavar="SIZE",
                    help="bound on the memory one pass uses, e.g. 512MB, 2GiB (default: 1GB)")
+    p.add_argument("--algorithm", choices=["hybrid", "read"], default="hybrid",
+                   help="hybrid: finish in memory the subtrees whose rows fit a quarter of the budget; "
+                        "read: one pass over the data per level; the same tree either way (default: hybrid)")
     p.add_argument("--batch-size", type=_int_at_least(1), default=None, metavar="N",
                    help="rows per record batch (default: derived from the memory budget)")
     p.add_argument("--categorical", nargs="+", metavar="COL", default=None,
@@ -331,8 +334,8 @@ def cmd_train(args) -> int:
         min_samples_split=args.min_samples_split, min_samples_leaf=args.min_samples_leaf,
         class_weight=args.class_weight,
         categorical_features=args.categorical if args.categorical else "auto",
-        memory_budget=args.memory_budget, batch_size=args.batch_size, n_jobs=args.n_jobs,
-        verbose=args.verbose)
+        memory_budget=args.memory_budget, algorithm=args.algorithm, batch_size=args.batch_size,
+        n_jobs=args.n_jobs, verbose=args.verbose)
     t0 = time.perf_counter()
     clf.fit(args.data, target=args.target, sample_weight=args.weight, features=args.features)
     fit_time = time.perf_counter() - t0

@@ -38,6 +38,15 @@ class ColumnProfile:
     nonmissing: int = 0
     distinct: np.ndarray | None = field(default_factory=lambda: np.empty(0))  # None once too many
     counts: dict = field(default_factory=dict)  # categorical value -> rows
+    pending: list = field(default_factory=list)  # exact mode: batches' distinct values not merged yet
+
+    def distinct_values(self) -> np.ndarray:
+        """All distinct values seen (exact mode), merging the pending ones: amortised O(n log n),
+        not one union per batch."""
+        if self.pending:
+            self.distinct = np.unique(np.concatenate([self.distinct] + self.pending))
+            self.pending = []
+        return self.distinct
 
 
 @dataclass
@@ -103,7 +112,9 @@ class ProfileTask:
             cp.nonmissing += len(ok)
             if cp.distinct is not None:
                 if self.exact:
-                    cp.distinct = np.union1d(cp.distinct, np.unique(ok))
+                    cp.pending.append(np.unique(ok))
+                    if sum(len(u) for u in cp.pending) > max(len(cp.distinct), 1 << 16):
+                        cp.distinct_values()
                 else:  # only whether there are at most max_bins distinct values matters
                     cp.distinct = few_distinct(cp.distinct, _integer_distinct(ok, col.type), self.max_bins)
             numeric_block.append(x)
@@ -150,7 +161,8 @@ class ProfileTask:
             if ca.distinct is None or cb.distinct is None:
                 ca.distinct = None
             else:
-                ca.distinct = np.union1d(ca.distinct, cb.distinct)
+                ca.pending.extend([cb.distinct] + cb.pending)
+                ca.distinct_values()
                 if not self.exact and len(ca.distinct) > self.max_bins:
                     ca.distinct = None
         if len(b.sample_hash):
@@ -178,7 +190,7 @@ class ProfileTask:
             if cp.kind == CATEGORICAL:
                 attributes.append(Attribute(name, CATEGORICAL, categories=_sorted_values(cp.counts, name)))
             elif self.exact:
-                attributes.append(Attribute(name, NUMERIC, exact=True, cuts=cp.distinct))
+                attributes.append(Attribute(name, NUMERIC, exact=True, cuts=cp.distinct_values()))
             elif cp.distinct is not None:
                 attributes.append(Attribute(name, NUMERIC, exact=False, cuts=midpoints(cp.distinct)))
             else:

@@ -123,6 +123,17 @@ def test_train_exact_and_weights(data, tmp_path):
     np.testing.assert_allclose(loaded.tree_.value, clf.tree_.value)
 
 
+def test_train_with_rf_read(data, tmp_path):
+    model = tmp_path / "read.json"
+    r = run_cli("train", data / "train", "--target", "class", "--model", model, "--max-depth", 5,
+                "--algorithm", "read", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    loaded = rainforest.load(model)
+    assert loaded.get_params()["algorithm"] == "read" and int(field(r.stdout, "passes")) == 1 + 5
+    hybrid = DecisionTreeClassifier(max_depth=5).fit(str(data / "train"), target="class")
+    assert loaded.tree_.to_json() == hybrid.tree_.to_json() and hybrid.n_passes_ < 6
+
+
 def test_predict_writes_one_row_per_input_row(trained, tmp_path):
     model, clf, _ = trained
     test = model.parent / "test"
