@@ -167,29 +167,38 @@ class AdaBoostClassifier(ParamsMixin):
 
         def weigh(batch: pa.RecordBatch) -> dict:
             y = label.codes(batch.column(label.name))
+            unscored = flag_last and len(learners) > len(alphas)
+            predicted = self._class_indices(learners if unscored else scored, batch)
             lw = np.full(len(y), -log_norm)
-            for learner, alpha in zip(scored, alphas):
-                lw += alpha * (self._class_index(learner, batch) != y)
+            for pred, alpha in zip(predicted, alphas):
+                lw += alpha * (pred != y)
             w = np.exp(lw)
             if user_weight:
                 w *= numeric_values(batch.column(user_weight))
             out = {BOOST_WEIGHT: w}
             if flag_last:
-                wrong = (self._class_index(learners[-1], batch) != y) if len(learners) > len(alphas) \
-                    else np.zeros(len(y), bool)
-                out[PREVIOUS_WRONG] = wrong
+                out[PREVIOUS_WRONG] = (predicted[-1] != y) if unscored else np.zeros(len(y), bool)
             return out
 
         return weigh
 
-    def _class_index(self, learner, batch) -> np.ndarray:
-        """Index into ``classes_`` of each row's predicted class."""
-        if isinstance(learner, NaiveBayesClassifier):
-            table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-            return np.argmax(learner._joint_log_likelihood(table), axis=1)
-        tree = learner
-        table = batch.select(tree.feature_names) if hasattr(batch, "select") else batch
-        return np.argmax(tree.value[tree.apply(tree.encoder().encode(table))], axis=1)
+    @staticmethod
+    def _class_indices(learners, batch) -> list[np.ndarray]:
+        """For each learner, the index into ``classes_`` of each row's predicted class.
+
+        The trees of one fit share one schema, so the batch is encoded once for all of them.
+        """
+        table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        encoded = None
+        out = []
+        for learner in learners:
+            if isinstance(learner, NaiveBayesClassifier):
+                out.append(np.argmax(learner._joint_log_likelihood(table), axis=1))
+                continue
+            if encoded is None:
+                encoded = learner.encoder().encode(table.select(learner.feature_names))
+            out.append(np.argmax(learner.value[learner.apply(encoded)], axis=1))
+        return out
 
     def _alpha(self, err: float, k: int) -> float | None:
         """SAMME's learner weight, or None when boosting must stop (error no better than chance)."""
@@ -298,8 +307,8 @@ class AdaBoostClassifier(ParamsMixin):
             tables = [table.select(names)]
         for table in tables:
             score = np.zeros((table.num_rows, len(self.classes_)))
-            for learner, alpha in zip(self.estimators_, self.estimator_weights_):
-                score[np.arange(table.num_rows), self._class_index(learner, table)] += alpha
+            for pred, alpha in zip(self._class_indices(self.estimators_, table), self.estimator_weights_):
+                score[np.arange(table.num_rows), pred] += alpha
             parts.append(score / self.estimator_weights_.sum())
         return np.concatenate(parts) if parts else np.empty((0, len(self.classes_)))
 

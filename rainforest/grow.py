@@ -93,9 +93,11 @@ class _Nodes:
 
 @dataclass
 class GrowStats:
-    n_passes: int = 0
-    passes_per_level: list = field(default_factory=list)
-    nodes_per_pass: int = 0
+    passes_per_level: list = field(default_factory=list)  # passes over the data (not over kept rows)
+
+    @property
+    def n_passes(self) -> int:
+        return sum(self.passes_per_level)
 
 
 def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, batch_size: int,
@@ -123,7 +125,7 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
     subtract = not weighted
     per_pass = max(1, (avc_budget // 2 if subtract else avc_budget) // node_bytes)
     parents_cap = avc_budget // 2 // node_bytes if subtract else 0
-    stats = GrowStats(nodes_per_pass=per_pass)
+    stats = GrowStats()
     columns = schema.names + [schema.label.name] + ([schema.weight] if schema.weight else [])
     nodes = _Nodes()
     nodes.add_leaf(np.zeros(n_classes), n_rows, 0.0, 0)  # rows known from profiling let RF-Hybrid pull the root
@@ -168,7 +170,7 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
                     keep[pull] = True
                 task = AvcPass(schema, nodes.routing(n_categories), node_pos, len(part), n_channels, class_weight,
                                weighted, keep)
-                where = "rows kept in memory" if from_memory else f"pass {stats.n_passes + 2} over the data"
+                where = "rows kept in memory" if from_memory else f"pass {source.n_passes + 1} over the data"
                 meter = PassMeter(f"level {level}, {where}, {len(part)} node(s) counted"
                                   f" + {len(chunk_derived)} by subtraction", verbose)
                 if from_memory:
@@ -177,7 +179,6 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
                 else:
                     state = source.run_pass(task, columns, batch_size, meter)
                     passes_this_level += 1
-                    stats.n_passes += 1
                 meter.done()
                 block_of.update((n, state.counts[i]) for i, n in enumerate(part))
                 if keep is not None:
