@@ -18,12 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage import Source, as_table
 
 from .avc import root_avc
 from .errors import DataError, NotFittedError
 from .estimators import numba_threads
-from .inputs import accuracy, attribute_kinds, is_path, to_source, training_data
+from .inputs import accuracy, attribute_kinds, feature_tables, training_data
 from .params import ParamsMixin
 from .profile import ProfileTask
 from .schema import CATEGORICAL, category_values, numeric_values
@@ -405,25 +404,11 @@ class NaiveBayesClassifier(ParamsMixin):
         idx = pc.index_in(values, value_set=pa.array(cats, type=values.type) if cats else pa.array([], values.type))
         return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
-    def _tables(self, X):
-        names = list(self.feature_names_in_)
-        if isinstance(X, Source) or is_path(X):
-            source = to_source(X)
-            source.check_columns(names)
-            for _, batch in source.scan(names, self.batch_size):
-                yield pa.Table.from_batches([batch])
-            return
-        table, cols, has_names = as_table(X)
-        if not has_names or not set(names) <= set(cols):
-            if table.num_columns != len(names):
-                raise DataError(f"X has {table.num_columns} features, but the model was trained with {len(names)}")
-            table = table.rename_columns(names)
-        yield table
-
     def predict_joint_log_proba(self, X) -> np.ndarray:
         """log P(x, c) = log P(c) + sum_i log P(x_i | c) for every row and class."""
         self._check_fitted()
-        parts = [self._joint_log_likelihood(t) for t in self._tables(X)]
+        parts = [self._joint_log_likelihood(t) for t in feature_tables(
+            X, list(self.feature_names_in_), strict_names=False, batch_size=self.batch_size)]
         return np.concatenate(parts) if parts else np.empty((0, len(self.classes_)))
 
     def predict_log_proba(self, X) -> np.ndarray:

@@ -28,7 +28,7 @@ from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier
 from .errors import DataError, NotFittedError
 from .estimators import DecisionTreeClassifier, numba_threads
 from .grow import grow_tree
-from .inputs import accuracy, attribute_kinds, is_path, to_source, training_data
+from .inputs import accuracy, attribute_kinds, feature_tables, training_data
 from .params import ParamsMixin
 from .schema import Label, numeric_values
 
@@ -293,18 +293,8 @@ class AdaBoostClassifier(ParamsMixin):
         """sum_m alpha_m [h_m(x) = k] / sum_m alpha_m for every row and class."""
         if not hasattr(self, "estimators_"):
             raise NotFittedError("this AdaBoostClassifier is not fitted yet; call fit first")
-        names = list(self.feature_names_in_)
         parts = []
-        if isinstance(X, Source) or is_path(X):
-            source = to_source(X)
-            source.check_columns(names)
-            tables = (pa.Table.from_batches([b]) for _, b in source.scan(names))
-        else:
-            from storage import as_table
-            table, cols, has_names = as_table(X)
-            if not has_names or not set(names) <= set(cols):
-                table = table.rename_columns(names)
-            tables = [table.select(names)]
+        tables = feature_tables(X, list(self.feature_names_in_), strict_names=False)
         for table in tables:
             score = np.zeros((table.num_rows, len(self.classes_)))
             for pred, alpha in zip(self._class_indices(self.estimators_, table), self.estimator_weights_):

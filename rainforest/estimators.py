@@ -9,14 +9,13 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-from storage import Source, as_table
 
 from .avc import avc_group, root_avc
 from .budget import parse_bytes
 from .criteria import CRITERIA
-from .errors import DataError, NotFittedError
+from .errors import NotFittedError
 from .grow import GrowParams, grow_tree
-from .inputs import accuracy, attribute_kinds, is_path, to_source, training_data
+from .inputs import accuracy, attribute_kinds, feature_tables, training_data
 from .params import ParamsMixin
 from .profile import ProfileTask
 from .tree import Tree, write_atomic
@@ -264,26 +263,11 @@ class DecisionTreeClassifier(ParamsMixin):
         self._check_fitted()
         tree = self.tree_
         encoder = tree.encoder()
+        tables = feature_tables(X, tree.feature_names, strict_names=hasattr(self, "feature_names_in_"),
+                                batch_size=self.batch_size or 65536)
         with numba_threads(self.n_jobs):
-            if isinstance(X, Source) or is_path(X):
-                source = to_source(X)
-                source.check_columns(tree.feature_names)
-                parts = [tree.apply(encoder.encode(b))
-                         for _, b in source.scan(tree.feature_names, self.batch_size or 65536)]
-                return np.concatenate(parts) if parts else np.empty(0, np.int64)
-            table, names, has_names = as_table(X)
-            if has_names:
-                missing = [c for c in tree.feature_names if c not in names]
-                if missing and len(names) == tree.n_features and not hasattr(self, "feature_names_in_"):
-                    table = table.rename_columns(tree.feature_names)
-                elif missing:
-                    raise DataError(f"X lacks the feature column {missing[0]!r} the tree was trained with")
-            else:
-                if table.num_columns != tree.n_features:
-                    raise DataError(f"X has {table.num_columns} features, but the tree was trained with "
-                                    f"{tree.n_features}")
-                table = table.rename_columns(tree.feature_names)
-            return tree.apply(encoder.encode(table.select(tree.feature_names)))
+            parts = [tree.apply(encoder.encode(t)) for t in tables]
+        return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
     def apply(self, X) -> np.ndarray:
         """Index of the leaf each row ends in."""

@@ -126,3 +126,28 @@ def accuracy(predict, X, y=None, target=None) -> float:
     if nulls:
         raise DataError(f"the target column {target!r} of {source.description} has {nulls} null values")
     return float(np.mean(pred == np.concatenate([col.to_numpy(zero_copy_only=False) for col in labels])))
+
+
+def feature_tables(X, names: list, *, strict_names: bool, batch_size: int = 65536):
+    """``X`` as Arrow tables holding exactly the model's feature columns ``names``, in order.
+
+    A path or Source is streamed batch by batch; in-memory input gives one table. Unnamed
+    columns (a bare array) are taken by position. Named columns must include ``names``. Only
+    when ``strict_names`` is false (the model was fitted on unnamed columns) may other names
+    stand for them by position.
+    """
+    if isinstance(X, Source) or is_path(X):
+        source = to_source(X)
+        source.check_columns(names)
+        for _, batch in source.scan(names, batch_size):
+            yield pa.Table.from_batches([batch])
+        return
+    table, cols, has_names = as_table(X)
+    missing = [c for c in names if c not in cols]
+    if has_names and missing and (strict_names or len(cols) != len(names)):
+        raise DataError(f"X lacks the feature column {missing[0]!r} the model was trained with")
+    if missing:
+        if len(cols) != len(names):
+            raise DataError(f"X has {len(cols)} features, but the model was trained with {len(names)}")
+        table = table.rename_columns(names)
+    yield table.select(names)
