@@ -13,52 +13,34 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from .schema import CATEGORICAL, Schema, numeric_values, slot_of
-from .tree import route_rows
+from .rows import RowBlock, descend, encode_rows
+from .schema import CATEGORICAL, Schema
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def accumulate(X, y, w, node_of_row, slot_offsets, kinds, cuts, cut_offsets, lut_lo, lut_scale, lut,
-               lut_offsets, counts, count_rows):
-    """Add each row's weight to ``counts[node, slot, class]`` for every attribute.
+def accumulate(S, y, w, pos, attrs, offsets, counts, count_rows):
+    """Add each row's weight to ``counts[pos[i], offsets[j] + S[i, attrs[j]], y[i]]`` for the
+    counted attributes ``attrs`` (all of them, or a group of them under RF-Vertical).
 
-    ``X`` is the encoded batch; numeric values become slots here, only for rows whose
-    node is in this pass.  Threads split the attributes, each owning its slots, so
-    every cell is summed in row order whatever the number of threads: the result is
-    identical to a serial run.  ``node_of_row`` is each row's index in the pass, -1 if none.
+    ``pos`` is each row's node index in this pass, -1 if its node is not counted; ``w`` is
+    empty when every weight is one.  Threads split the attributes, each owning its slots, so
+    every cell is summed in row order whatever the number of threads: the result is identical
+    to a serial run.
     """
-    n, p = X.shape
+    n = S.shape[0]
     n_classes = counts.shape[2] - (1 if count_rows else 0)
-    for a in numba.prange(p):
-        base = slot_offsets[a]
-        miss = slot_offsets[a + 1] - 1
-        c = cuts[cut_offsets[a]:cut_offsets[a + 1]]
-        table = lut[lut_offsets[a]:lut_offsets[a + 1]]
-        lo = lut_lo[a]
-        scale = lut_scale[a]
-        numeric = kinds[a] == 0
+    unit = w.shape[0] == 0
+    for j in numba.prange(attrs.shape[0]):
+        a = attrs[j]
+        base = offsets[j]
         for i in range(n):
-            k = node_of_row[i]
+            k = pos[i]
             if k < 0:
                 continue
-            v = X[i, a]
-            if v != v:
-                s = miss
-            elif numeric:
-                s = base + slot_of(v, c, table, lo, scale)
-            else:
-                s = base + int(v)
-            counts[k, s, y[i]] += w[i]
+            s = base + S[i, a]
+            counts[k, s, y[i]] += 1.0 if unit else w[i]
             if count_rows:
                 counts[k, s, n_classes] += 1.0
-
-
-def row_weights(batch: pa.RecordBatch, schema: Schema, y: np.ndarray, class_weight: np.ndarray | None) -> np.ndarray:
-    """Per-row weights: the weight column times the class weight (ones when neither is set)."""
-    w = numeric_values(batch.column(schema.weight)) if schema.weight else np.ones(len(y))
-    if class_weight is not None:
-        w = w * class_weight[y]
-    return w
 
 
 @dataclass
@@ -102,44 +84,62 @@ def avc_group(schema: Schema, block: np.ndarray) -> AvcGroup:
 
 @dataclass
 class AvcState:
-    """What a pass returns: the AVC-groups, and the rows it was asked to keep (RF-Hybrid)."""
+    """What a pass returns: the AVC-groups, and the rows it was asked to keep (RF-Hybrid) when
+    they are not kept in place."""
 
     counts: np.ndarray
-    kept: list = field(default_factory=list)  # Arrow tables, in row order
+    kept: list = field(default_factory=list)  # RowBlocks, in row order
 
 
 @dataclass
 class AvcPass:
-    """A :class:`storage.PassTask` building the AVC-groups of ``nodes`` of a growing tree.
+    """A :class:`storage.PassTask` building the AVC-groups of ``n_nodes`` frontier nodes of a
+    growing tree, over the attributes ``attrs``.
 
-    With ``keep`` (a flag per tree node), the rows reaching flagged nodes are also kept,
-    so that their subtrees can be grown in memory.
+    ``routing`` is ``(feature, first_child, slot_branch, branch_offset)`` of the tree so far (see
+    :func:`rainforest.rows.descend`); ``node_pos`` maps a tree node to its index in the pass, or -1.
+    With ``keep`` (a flag per tree node) the rows reaching flagged nodes are kept too: into
+    ``keep_into`` (a :class:`rainforest.rows.KeptRows`) for a local source, else in the state.
+    ``spill`` (RF-Write), when set, receives every counted block of rows.
     """
 
     schema: Schema
-    routing: tuple  # arrays of the tree so far (see tree.route_rows)
-    node_pos: np.ndarray  # tree node -> index in this pass, or -1
+    routing: tuple
+    node_pos: np.ndarray
     n_nodes: int
     n_channels: int
     class_weight: np.ndarray | None
     weighted: bool
+    attrs: np.ndarray
     keep: np.ndarray | None = None
+    keep_into: object = None
+    spill: object = None
 
     def new_state(self) -> AvcState:
-        n_slots = int(self.schema.slot_offsets()[-1])
+        offsets = self.schema.slot_offsets()
+        n_slots = int(sum(offsets[a + 1] - offsets[a] for a in self.attrs))
         return AvcState(np.zeros((self.n_nodes, n_slots, self.n_channels)))
 
     def update(self, state: AvcState, batch: pa.RecordBatch, first_row: int) -> AvcState:
-        X = self.schema.encode(batch)
-        y = self.schema.label.codes(batch.column(self.schema.label.name))
-        w = row_weights(batch, self.schema, y, self.class_weight)
-        leaf = route_rows(X, *self.routing)
-        accumulate(X, y, w, self.node_pos[leaf], self.schema.slot_offsets(), self.schema.kinds,
-                   *self.schema.slot_tables(), state.counts, self.weighted)
+        return self.count(state, encode_rows(self.schema, batch, self.class_weight, self.weighted))
+
+    def count(self, state: AvcState, rows: RowBlock) -> AvcState:
+        """Count encoded rows (from a data pass, memory or the spill folder) at their frontier nodes."""
+        descend(rows.S, rows.node, *self.routing)
+        offsets = self.schema.slot_offsets()
+        group_offsets = np.concatenate([[0], np.cumsum(offsets[self.attrs + 1] - offsets[self.attrs])])
+        accumulate(rows.S, rows.y, rows.w, self.node_pos[rows.node], self.attrs, group_offsets, state.counts,
+                   self.weighted)
         if self.keep is not None:
-            mask = self.keep[leaf]
+            mask = self.keep[rows.node]
             if mask.any():
-                state.kept.append(pa.Table.from_batches([batch]).filter(pa.array(mask)))
+                kept = rows.take(mask)
+                if self.keep_into is not None:
+                    self.keep_into.add(kept)
+                else:
+                    state.kept.append(kept)
+        if self.spill is not None:
+            self.spill(rows)
         return state
 
     def merge(self, a: AvcState, b: AvcState) -> AvcState:
@@ -148,12 +148,13 @@ class AvcPass:
         return a
 
 
+ROOT_ROUTING = (np.array([-2], np.int32), np.array([-1], np.int32), np.zeros(1, np.int32), np.array([-1], np.int32))
+
+
 def root_avc(source, schema: Schema, batch_size: int = 65536) -> np.ndarray:
     """One pass counting the root's AVC-group (a last row-count channel when rows are weighted)."""
     weighted = schema.weight is not None
-    n_attr = len(schema.attributes)
-    root = (np.array([-2], np.int32), np.array([-2.0]), np.array([-1], np.int32), np.array([-1], np.int32),
-            np.array([-1], np.int32), np.empty(0, np.int32), np.zeros(n_attr, np.int64))
     columns = schema.names + [schema.label.name] + ([schema.weight] if weighted else [])
-    task = AvcPass(schema, root, np.zeros(1, np.int64), 1, len(schema.label.classes) + weighted, None, weighted)
+    task = AvcPass(schema, ROOT_ROUTING, np.zeros(1, np.int64), 1, len(schema.label.classes) + weighted, None,
+                   weighted, np.arange(len(schema.attributes)))
     return source.run_pass(task, columns, batch_size).counts[0]

@@ -251,8 +251,12 @@ def _categorical_multiway(block, lo, m, n_classes, has_count, total, n_total, wn
 
 @numba.njit(cache=True)
 def search_node(block, offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf, min_weight,
-                max_exhaustive, branch_out):
-    """Best split of one node.
+                max_exhaustive, branch_out, lead=0):
+    """Best split of one node: the highest score, the first attribute on a tie.
+
+    The node's class totals are summed over the slots of attribute ``lead`` (any attribute's slots
+    hold every row; RF-Vertical searches groups of attributes that all contain the same lead, so
+    the totals, and so the scores, are the same floats in every group).
 
     Returns ``(attribute, score, left_slot, right_slot, inf_threshold, n_branches)``; attribute -1
     when no split is valid.  ``branch_out[s]`` receives the branch of each slot of the winning
@@ -261,7 +265,7 @@ def search_node(block, offsets, kinds, n_classes, has_count, criterion, multiway
     n_attr = len(kinds)
     total = np.zeros(n_classes)
     n_total = 0.0
-    for s in range(offsets[0], offsets[1]):
+    for s in range(offsets[lead], offsets[lead + 1]):
         for c in range(n_classes):
             total[c] += block[s, c]
         n_total += _rows(block, s, n_classes, has_count)
@@ -336,11 +340,11 @@ def search_node(block, offsets, kinds, n_classes, has_count, criterion, multiway
 
 @numba.njit(cache=True, parallel=True)
 def search_nodes(avc, offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf, min_weight,
-                 max_exhaustive, attr, score, left_slot, right_slot, inf_thr, n_branches, branches):
+                 max_exhaustive, attr, score, left_slot, right_slot, inf_thr, n_branches, branches, lead=0):
     """:func:`search_node` for every node of a pass, in parallel (each node is independent)."""
     for k in numba.prange(avc.shape[0]):
         a, sc, ls, rs, inf, nb = search_node(avc[k], offsets, kinds, n_classes, has_count, criterion,
-                                             multiway, min_leaf, min_weight, max_exhaustive, branches[k])
+                                             multiway, min_leaf, min_weight, max_exhaustive, branches[k], lead)
         attr[k] = a
         score[k] = sc
         left_slot[k] = ls

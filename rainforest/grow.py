@@ -1,5 +1,10 @@
-"""Level-wise growth (RF-Read): each pass builds the AVC-groups of as many frontier
-nodes as the memory budget holds; the split of each node is then chosen in memory.
+"""Level-wise growth.  RF-Read: each pass builds the AVC-groups of as many frontier nodes as
+the memory budget holds; the split of each node is then chosen in memory.  RF-Hybrid: nodes
+whose rows fit a quarter of the budget are pulled into memory (encoded, see
+:mod:`rainforest.rows`) and their subtrees counted there.  RF-Write: a level that needs several
+reads spills its rows, partitioned by node, and later reads take only their partitions
+(:mod:`rainforest.spill`).  RF-Vertical: when one node's AVC-group exceeds the budget, the
+attributes are counted a group at a time.  All four build the same tree.
 
 The stopping rules and their order are scikit-learn's (``max_depth``,
 ``min_samples_split``, ``min_samples_leaf``, ``min_weight_fraction_leaf``,
@@ -14,15 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import pyarrow as pa
-
-from storage import TableSource
-
 from .avc import AvcPass
 from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_nodes
 from .errors import BudgetError
+from .rows import KeptRows, RowBlock, descend, row_bytes, slot_dtype
 from .schema import CATEGORICAL, Schema
-from .tree import KIND_NAMES, Tree, route_rows
+from .spill import Spill
+from .tree import KIND_NAMES, Tree
 
 log = logging.getLogger("rainforest")
 EPSILON = np.finfo(np.float64).eps
@@ -39,6 +42,9 @@ class GrowParams:
     min_impurity_decrease: float = 0.0
     max_exhaustive: int = 12  # categorical subsets tried exhaustively up to this many categories
     hybrid: bool = True  # RF-Hybrid: finish in memory the subtrees whose rows fit a quarter of the budget
+    write: bool = True  # RF-Write: spill rows partitioned by node when a level needs several reads
+    vertical: bool = True  # RF-Vertical: count attributes in groups when one AVC-group exceeds the budget
+    spill_dir: str | None = None  # where RF-Write's temporary folder is made (tempfile's default)
 
 
 @dataclass
@@ -52,6 +58,8 @@ class _Nodes:
     missing_branch: list = field(default_factory=list)
     cat_offset: list = field(default_factory=list)
     cat_branch: list = field(default_factory=list)
+    branch_offset: list = field(default_factory=list)  # of each split node's slot -> child table
+    slot_branch: list = field(default_factory=list)
     value: list = field(default_factory=list)
     n_node_samples: list = field(default_factory=list)
     impurity: list = field(default_factory=list)
@@ -64,16 +72,17 @@ class _Nodes:
         self.n_children.append(0)
         self.missing_branch.append(-1)
         self.cat_offset.append(-1)
+        self.branch_offset.append(-1)
         self.value.append(value)
         self.n_node_samples.append(n)
         self.impurity.append(imp)
         self.depth.append(depth)
         return len(self.feature) - 1
 
-    def routing(self, n_categories: np.ndarray) -> tuple:
-        return (np.asarray(self.feature, np.int32), np.asarray(self.threshold, np.float64),
-                np.asarray(self.first_child, np.int32), np.asarray(self.missing_branch, np.int32),
-                np.asarray(self.cat_offset, np.int32), np.asarray(self.cat_branch, np.int32), n_categories)
+    def slot_routing(self) -> tuple:
+        """The arrays :func:`rainforest.rows.descend` routes encoded rows with."""
+        return (np.asarray(self.feature, np.int32), np.asarray(self.first_child, np.int32),
+                np.asarray(self.slot_branch, np.int32), np.asarray(self.branch_offset, np.int32))
 
     def to_tree(self, schema: Schema, criterion: str, n_classes: int) -> Tree:
         value = np.asarray(self.value, np.float64).reshape(-1, n_classes)
@@ -93,40 +102,100 @@ class _Nodes:
 
 @dataclass
 class GrowStats:
-    passes_per_level: list = field(default_factory=list)  # passes over the data (not over kept rows)
+    passes_per_level: list = field(default_factory=list)  # passes over the data (not memory or spill)
+    spill_reads: int = 0  # reads of spill partitions (RF-Write)
+    spill_bytes: int = 0  # bytes written to the spill folder
+    attribute_groups: int = 1  # RF-Vertical: attribute groups counted apart (1: all together)
+    kept_rows: int = 0  # RF-Hybrid: rows pulled into memory
 
     @property
     def n_passes(self) -> int:
         return sum(self.passes_per_level)
 
 
+@dataclass
+class _Supply:
+    """Where the rows of frontier nodes come from: memory (RF-Hybrid), the spill folder (RF-Write)
+    once written, else the data source; every read goes through :meth:`count`."""
+
+    source: object
+    columns: list
+    batch_size: int
+    verbose: int
+    n_rows: int
+    kept: KeptRows | None = None
+    spill: Spill | None = None
+    part_of: dict = field(default_factory=dict)  # tree node -> spill partition holding its rows
+
+    def count(self, task: AvcPass, label: str, from_memory: bool, nodes: list, level: int) -> tuple:
+        """Run ``task`` over the rows of ``nodes``; returns its state and whether the data was read."""
+        if from_memory:
+            rows = self.kept.block()
+            meter = PassMeter(f"level {level}, rows kept in memory, {label}", self.verbose, len(rows))
+            state = task.new_state()
+            for lo in range(0, len(rows), MEMORY_SLICE):
+                sl = slice(lo, lo + MEMORY_SLICE)
+                state = task.count(state, RowBlock(rows.S[sl], rows.y[sl], rows.w[sl] if len(rows.w) else rows.w,
+                                                   rows.node[sl]))
+                meter(min(MEMORY_SLICE, len(rows) - lo))
+            meter.done()
+            return state, False
+        if self.spill is not None and self.spill.generation >= 0:
+            parts = {self.part_of[n] for n in nodes} if task.spill is None else self.spill.parts
+            meter = PassMeter(f"level {level}, spill partitions {sorted(parts)}, {label}", self.verbose,
+                              self.spill.rows_in(parts))
+            state = task.new_state()
+            for rows in self.spill.read(parts, self.batch_size):
+                state = task.count(state, rows)
+                meter(len(rows))
+            meter.done()
+            return state, False
+        meter = PassMeter(f"level {level}, pass {self.source.n_passes + 1} over the data, {label}", self.verbose,
+                          self.n_rows)
+        state = self.source.run_pass(task, self.columns, self.batch_size, meter)
+        meter.done()
+        return state, True
+
+
+MEMORY_SLICE = 1 << 20  # rows counted at a time from memory, to bound the temporaries
+
+
 def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, batch_size: int,
               class_weight: np.ndarray | None, verbose: int = 0, n_rows: int = 0) -> tuple[Tree, GrowStats]:
-    """Grow a tree over ``source`` level by level; returns the tree and pass statistics."""
+    """Grow a tree over ``source`` level by level; returns the tree and pass statistics.
+
+    The spill folder, if RF-Write made one, is removed before returning, also on an error or an
+    interrupt."""
+    supply = _Supply(source, schema.names + [schema.label.name] + ([schema.weight] if schema.weight else []),
+                     batch_size, verbose, n_rows)
+    try:
+        return _grow(supply, schema, params, budget_bytes, class_weight, n_rows)
+    finally:
+        if supply.spill is not None:
+            supply.spill.remove()
+
+
+def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int,
+          class_weight: np.ndarray | None, n_rows: int) -> tuple[Tree, GrowStats]:
     crit = CRITERIA[params.criterion]
     node_crit = ENTROPY if crit == GAIN_RATIO else crit
     n_classes = len(schema.label.classes)
     weighted = schema.weight is not None or class_weight is not None
     n_channels = n_classes + (1 if weighted else 0)
     offsets = schema.slot_offsets()
-    kinds = schema.kinds
-    n_categories = np.array([len(a.categories) for a in schema.attributes], np.int64)
-    max_slots = int(np.diff(offsets).max())
-    node_bytes = int(offsets[-1]) * n_channels * 8 + max_slots * 8
+    n_attr = len(schema.attributes)
     avc_budget = budget_bytes // 2
-    if node_bytes > avc_budget:
-        raise BudgetError(
-            f"memory_budget {budget_bytes:,} bytes is too small: one node's AVC-group needs {node_bytes:,} bytes "
-            f"({int(offsets[-1]):,} value slots x {n_channels} classes); give at least {2 * node_bytes:,} bytes "
-            f"or use binned mode (max_bins)")
+    groups = attribute_groups(schema, n_channels, avc_budget, params.vertical)
+    group_bytes = max(_group_bytes(offsets, g, n_channels) for g in groups)
     # Histogram subtraction: a split's largest child is its parent's AVC-group minus its siblings',
     # so its rows are not counted.  Only with unit weights, where counts are integers and the
-    # difference is exact; half of the AVC budget then holds the parents kept for it.
-    subtract = not weighted
-    per_pass = max(1, (avc_budget // 2 if subtract else avc_budget) // node_bytes)
-    parents_cap = avc_budget // 2 // node_bytes if subtract else 0
-    stats = GrowStats()
-    columns = schema.names + [schema.label.name] + ([schema.weight] if schema.weight else [])
+    # difference is exact, and whole AVC-groups (not RF-Vertical); half of the AVC budget then
+    # holds the parents kept for it.
+    subtract = not weighted and len(groups) == 1
+    per_pass = max(1, (avc_budget // 2 if subtract else avc_budget) // group_bytes)
+    parents_cap = avc_budget // 2 // group_bytes if subtract else 0
+    stats = GrowStats(attribute_groups=len(groups))
+    local = not getattr(supply.source, "distributed", False)  # spill and keep in place in this process
     nodes = _Nodes()
     nodes.add_leaf(np.zeros(n_classes), n_rows, 0.0, 0)  # rows known from profiling let RF-Hybrid pull the root
     frontier = [0]
@@ -139,94 +208,108 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
     level = 0
     # RF-Hybrid: rows of nodes whose families fit a quarter of the budget are kept in memory by
     # a data pass; their subtrees are then counted over those rows, costing no data pass.
-    memory: pa.Table | None = None
     in_memory: set[int] = set()
-    memory_rows = (budget_bytes // 4) // _row_bytes(schema) if params.hybrid else 0
+    memory_rows = (budget_bytes // 4) // row_bytes(schema, weighted) if params.hybrid else 0
     while frontier:
         passes_this_level = 0
         next_frontier: list[int] = []
         next_derived: dict[int, tuple[int, list[int]]] = {}
         in_frontier = set(frontier)
-        pull = _families_to_pull(nodes, frontier, in_memory, memory_rows - (memory.num_rows if memory else 0),
-                                 max_depth)
+        pull = _families_to_pull(nodes, frontier, in_memory, memory_rows, max_depth) if supply.kept is None else []
         for child, (parent, siblings) in list(derived.items()):
             if len(siblings) + 1 > per_pass:  # the family does not fit one pass: count the child too
                 del derived[child]
                 parent_avc.pop(parent)
-        for chunk_groups in _pack(_families(frontier, derived), per_pass):
+        chunks = list(_pack(_families(frontier, derived), per_pass))
+        # RF-Write: when the rows not in memory must be read more than once this level, the first
+        # read also writes them, partitioned by the chunk that counts them, for the other reads.
+        reads = sum(1 for c in chunks if any(n not in in_memory for g in c for n in g if n not in derived))
+        write = params.write and local and not pull and reads * len(groups) > 1
+        routing = nodes.slot_routing()
+        stop = False
+        for ci, chunk_groups in enumerate(chunks):
             members = [n for g in chunk_groups for n in g]
             chunk_derived = [g[-1] for g in chunk_groups if g[-1] in derived]
             build = [n for n in members if n not in derived]
-            block_of = {}
-            parts = {flag: [n for n in build if (n in in_memory) == flag] for flag in (False, True)}
-            for from_memory, part in parts.items():  # split first: nodes pulled by this pass are counted once
-                if not part:
-                    continue
-                node_pos = np.full(len(nodes.feature), -1, np.int64)
-                node_pos[part] = np.arange(len(part))
-                keep = None
-                if pull and not from_memory:
-                    keep = np.zeros(len(nodes.feature), bool)
-                    keep[pull] = True
-                task = AvcPass(schema, nodes.routing(n_categories), node_pos, len(part), n_channels, class_weight,
-                               weighted, keep)
-                where = "rows kept in memory" if from_memory else f"pass {source.n_passes + 1} over the data"
-                meter = PassMeter(f"level {level}, {where}, {len(part)} node(s) counted"
-                                  f" + {len(chunk_derived)} by subtraction", verbose)
-                if from_memory:
-                    state = TableSource(table=memory, name="rows kept in memory").run_pass(task, columns, batch_size,
-                                                                                          meter)
-                else:
-                    state = source.run_pass(task, columns, batch_size, meter)
-                    passes_this_level += 1
-                meter.done()
-                block_of.update((n, state.counts[i]) for i, n in enumerate(part))
-                if keep is not None:
-                    memory = pa.concat_tables(([memory] if memory is not None else []) + state.kept)
-                    in_memory.update(pull)
-                    pull = []
-                del state
-            for d in chunk_derived:
-                parent, siblings = derived[d]
-                block = parent_avc.pop(parent)
-                for sib in siblings:
-                    block -= block_of[sib]
-                block_of[d] = block
             # frontier order (node ids grow with it) keeps the breadth-first numbering; siblings that
             # are leaves were only counted for the subtraction
             chunk = sorted(n for n in members if n in in_frontier)
-            avc = np.stack([block_of[n] for n in chunk])
-            del block_of
-            if not root_done:
-                totals = avc[0, offsets[0]:offsets[1]].sum(axis=0)
-                w_root = totals[:n_classes].sum()
-                nodes.value[0] = totals[:n_classes]
-                nodes.n_node_samples[0] = int(round(totals[n_classes])) if weighted else int(round(w_root))
-                nodes.impurity[0] = impurity(totals[:n_classes], w_root, node_crit)
-                min_weight_leaf = params.min_weight_fraction_leaf * w_root
-                total_weight = w_root
-                root_done = True
-                if _pre_leaf(nodes, 0, params, max_depth, min_weight_leaf):
-                    break
-            k_nodes = len(chunk)
-            attr = np.empty(k_nodes, np.int64)
-            score = np.empty(k_nodes)
-            left_slot = np.empty(k_nodes, np.int64)
-            right_slot = np.empty(k_nodes, np.int64)
-            inf_thr = np.empty(k_nodes, np.bool_)
-            n_branches = np.empty(k_nodes, np.int64)
-            branches = np.empty((k_nodes, max_slots), np.int64)
-            search_nodes(avc, offsets, kinds, n_classes, weighted, crit, params.multiway,
-                         float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive,
-                         attr, score, left_slot, right_slot, inf_thr, n_branches, branches)
-            for k, node in enumerate(chunk):
-                if attr[k] < 0:
+            best: dict[int, tuple] = {}
+            for attrs in groups:
+                lead = lead_of(attrs, offsets)
+                block_of = {}
+                parts = {flag: [n for n in build if (n in in_memory) == flag] for flag in (False, True)}
+                for from_memory, part in parts.items():  # split first: nodes pulled by this pass are counted once
+                    if not part:
+                        continue
+                    node_pos = np.full(len(nodes.feature), -1, np.int64)
+                    node_pos[part] = np.arange(len(part))
+                    task = AvcPass(schema, routing, node_pos, len(part), n_channels, class_weight, weighted, attrs)
+                    if pull and not from_memory:
+                        task.keep = np.zeros(len(nodes.feature), bool)
+                        task.keep[pull] = True
+                        if local:
+                            task.keep_into = supply.kept = KeptRows(
+                                sum(nodes.n_node_samples[n] for n in pull), n_attr, slot_dtype(schema), weighted)
+                    if write and not from_memory:
+                        if supply.spill is None:
+                            supply.spill = Spill(params.spill_dir, n_attr)
+                        part_of_node = np.full(len(nodes.feature), -1, np.int64)
+                        for cj, c in enumerate(chunks):
+                            for n in (n for g in c for n in g):
+                                if n not in in_memory:
+                                    part_of_node[n] = cj
+                        task.spill = supply.spill.writer(part_of_node)
+                    label = (f"{len(part)} node(s) counted + {len(chunk_derived)} by subtraction"
+                             + (f", attributes {attrs[0]}..{attrs[-1]}" if len(groups) > 1 else ""))
+                    # a pass that keeps rows must read those of every pulled node, not only the counted ones
+                    state, from_data = supply.count(task, label, from_memory, part + list(pull), level)
+                    passes_this_level += from_data
+                    block_of.update((n, state.counts[i]) for i, n in enumerate(part))
+                    if task.keep is not None:
+                        if supply.kept is None:  # a distributed pass returned the rows
+                            supply.kept = KeptRows(sum(len(b) for b in state.kept), n_attr, slot_dtype(schema),
+                                                   weighted)
+                            for b in state.kept:
+                                supply.kept.add(b)
+                        stats.kept_rows = supply.kept.size
+                        in_memory.update(pull)
+                        pull = []
+                    if task.spill is not None:
+                        supply.spill.commit()
+                        supply.part_of = {n: int(p) for n, p in enumerate(part_of_node) if p >= 0}
+                        write = False
+                    del state
+                for d in chunk_derived:
+                    parent, siblings = derived[d]
+                    block = parent_avc.pop(parent)
+                    for sib in siblings:
+                        block -= block_of[sib]
+                    block_of[d] = block
+                avc = np.stack([block_of[n] for n in chunk])
+                del block_of
+                if not root_done:
+                    lo = int(np.sum(offsets[attrs[:lead] + 1] - offsets[attrs[:lead]]))
+                    lead_slots = int(offsets[attrs[lead] + 1] - offsets[attrs[lead]])
+                    totals = avc[0, lo:lo + lead_slots].sum(axis=0)
+                    w_root = totals[:n_classes].sum()
+                    nodes.value[0] = totals[:n_classes]
+                    nodes.n_node_samples[0] = int(round(totals[n_classes])) if weighted else int(round(w_root))
+                    nodes.impurity[0] = impurity(totals[:n_classes], w_root, node_crit)
+                    min_weight_leaf = params.min_weight_fraction_leaf * w_root
+                    total_weight = w_root
+                    root_done = True
+                    if _pre_leaf(nodes, 0, params, max_depth, min_weight_leaf):
+                        stop = True
+                        break
+                _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, crit, params,
+                             min_weight_leaf, best, keep_avc=subtract)
+            if stop:
+                break
+            for node in chunk:
+                if node not in best:
                     continue
-                a = int(attr[k])
-                lo, hi = offsets[a], offsets[a + 1]
-                br = branches[k, :hi - lo]
-                nb = int(n_branches[k])
-                block = avc[k, lo:hi]
+                score, a, ls, rs, inf, nb, br, block, full = best[node]
                 child_counts = np.zeros((nb, n_channels))
                 np.add.at(child_counts, br, block)
                 child_value = child_counts[:, :n_classes]
@@ -243,8 +326,7 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
                 improvement = (wn / total_weight) * dec
                 if improvement + EPSILON < params.min_impurity_decrease:
                     continue
-                _split(nodes, node, schema.attributes[a], a, br, nb, left_slot[k], right_slot[k], inf_thr[k],
-                       int(np.argmax(child_n)))
+                _split(nodes, node, schema.attributes[a], a, br, nb, ls, rs, inf, int(np.argmax(child_n)))
                 first = len(nodes.feature)
                 nodes.first_child[node] = first
                 kids = []
@@ -254,23 +336,105 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
                     kids.append(child)
                     if not _pre_leaf(nodes, child, params, max_depth, min_weight_leaf):
                         next_frontier.append(child)
+                    if node in supply.part_of:
+                        supply.part_of[child] = supply.part_of[node]
                 if node in in_memory:
                     in_memory.update(kids)
                 largest = kids[int(np.argmax(child_n))]
                 if subtract and len(parent_avc) < parents_cap and largest in next_frontier[-nb:]:
                     next_derived[largest] = (node, [c for c in kids if c != largest])
-                    parent_avc[node] = avc[k].copy()
+                    parent_avc[node] = full
         stats.passes_per_level.append(passes_this_level)
-        if memory is not None:  # release the kept rows no node of the next level counts
-            needed = set(next_frontier).union(*(sibs for _, sibs in next_derived.values()))
-            growing = np.zeros(len(nodes.feature), bool)
-            growing[[n for n in needed if n in in_memory]] = True
-            leaf = route_rows(schema.encode(memory), *nodes.routing(n_categories))
-            memory = memory.filter(pa.array(growing[leaf]))
+        if supply.kept is not None:  # move kept rows to the new frontier; drop those no node counts any more
+            rows = supply.kept.block()
+            descend(rows.S, rows.node, *nodes.slot_routing())
+            alive = np.zeros(len(nodes.feature), bool)
+            alive[list(set(next_frontier).union(*(sibs for _, sibs in next_derived.values())))] = True
+            supply.kept.compact(alive)
         frontier = next_frontier
         derived = next_derived
         level += 1
+    if supply.spill is not None:
+        stats.spill_reads, stats.spill_bytes = supply.spill.reads, supply.spill.bytes_written
     return nodes.to_tree(schema, params.criterion, n_classes), stats
+
+
+def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, crit, params, min_weight_leaf,
+                 best, keep_avc):
+    """Search the splits of ``chunk``'s nodes over the attribute group ``attrs`` and keep, per node in
+    ``best``, the better of it and the groups searched before: the higher score, the lower attribute
+    index on a tie, as one search over all attributes in order would choose."""
+    group_offsets = np.concatenate([[0], np.cumsum(offsets[attrs + 1] - offsets[attrs])])
+    k_nodes = len(chunk)
+    attr = np.empty(k_nodes, np.int64)
+    score = np.empty(k_nodes)
+    left_slot = np.empty(k_nodes, np.int64)
+    right_slot = np.empty(k_nodes, np.int64)
+    inf_thr = np.empty(k_nodes, np.bool_)
+    n_branches = np.empty(k_nodes, np.int64)
+    branches = np.empty((k_nodes, int(np.diff(group_offsets).max())), np.int64)
+    search_nodes(avc, group_offsets, schema.kinds[attrs], n_classes, weighted, crit, params.multiway,
+                 float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive,
+                 attr, score, left_slot, right_slot, inf_thr, n_branches, branches, lead)
+    for k, node in enumerate(chunk):
+        j = int(attr[k])
+        if j < 0:
+            continue
+        if node in best:
+            held, a = best[node][0], best[node][1]
+            if score[k] < held or (score[k] == held and attrs[j] > a):
+                continue
+        lo, hi = group_offsets[j], group_offsets[j + 1]
+        best[node] = (score[k], int(attrs[j]), int(left_slot[k]), int(right_slot[k]), bool(inf_thr[k]),
+                      int(n_branches[k]), branches[k, :hi - lo].copy(), avc[k, lo:hi].copy(), avc[k].copy() if keep_avc else None)
+
+
+def _group_bytes(offsets: np.ndarray, attrs: np.ndarray, n_channels: int) -> int:
+    """Bytes of one node's AVC-group over ``attrs``, with the split search's scratch."""
+    sizes = offsets[attrs + 1] - offsets[attrs]
+    return int(sizes.sum()) * n_channels * 8 + int(sizes.max()) * 8
+
+
+def attribute_groups(schema: Schema, n_channels: int, avc_budget: int, vertical: bool) -> list[np.ndarray]:
+    """The attributes counted together in one pass, in index order: all of them while one node's
+    AVC-group fits the AVC budget; else (RF-Vertical) groups that each fit, every one holding the
+    attribute with the fewest slots (the *lead*, :func:`lead_of`), whose slots give the node's
+    class totals the same way in every group."""
+    offsets = schema.slot_offsets()
+    everything = np.arange(len(schema.attributes))
+    need = _group_bytes(offsets, everything, n_channels)
+    if need <= avc_budget:
+        return [everything]
+    if not vertical:
+        raise BudgetError(
+            f"memory budget too small: one node's AVC-group needs {need:,} bytes ({int(offsets[-1]):,} value slots "
+            f"x {n_channels} classes) and the AVC half of the budget is {avc_budget:,}; raise memory_budget, "
+            f"use binned mode (max_bins) or algorithm='hybrid' (RF-Vertical)")
+    lead = int(np.argmin(np.diff(offsets)))
+    groups, current = [], []
+    for a in everything:
+        if a == lead:
+            continue
+        if current and _group_bytes(offsets, np.array(sorted(current + [a, lead])), n_channels) > avc_budget:
+            groups.append(np.array(sorted(current + [lead])))
+            current = []
+        current.append(a)
+    groups.append(np.array(sorted(current + [lead])))
+    for g in groups:
+        if _group_bytes(offsets, g, n_channels) > avc_budget:
+            big = max(g, key=lambda a: offsets[a + 1] - offsets[a])
+            raise BudgetError(
+                f"memory budget too small even for RF-Vertical: attribute {schema.attributes[big].name!r} alone "
+                f"has {int(offsets[big + 1] - offsets[big]):,} value slots, which need "
+                f"{_group_bytes(offsets, g, n_channels):,} bytes per node (the AVC half of the budget "
+                f"is {avc_budget:,}); raise memory_budget or use binned mode (max_bins)")
+    return groups
+
+
+def lead_of(attrs: np.ndarray, offsets: np.ndarray) -> int:
+    """Index in ``attrs`` of the attribute whose slots give the class totals: the one with the
+    fewest slots (the first such), the same attribute in every RF-Vertical group."""
+    return int(np.argmin(offsets[attrs + 1] - offsets[attrs]))
 
 
 def _families(frontier: list[int], derived: dict) -> list[list[int]]:
@@ -302,11 +466,6 @@ def _pack(groups: list[list[int]], per_pass: int):
         yield chunk
 
 
-def _row_bytes(schema: Schema) -> int:
-    """Rough in-memory size of a kept row: 8 bytes a number, 24 a category, plus label and weight."""
-    return sum(8 if a.kind != CATEGORICAL else 24 for a in schema.attributes) + 16
-
-
 def _families_to_pull(nodes: _Nodes, frontier: list[int], in_memory: set, room_rows: int, max_depth) -> list[int]:
     """The frontier nodes not yet in memory whose subtrees go on growing, if all their rows fit the
     room left: then every later level is counted in memory.  Keeping only some would add work (the
@@ -326,6 +485,8 @@ def _pre_leaf(nodes: _Nodes, i: int, p: GrowParams, max_depth, min_weight_leaf) 
 def _split(nodes: _Nodes, node: int, attribute, a: int, br: np.ndarray, nb: int, left_slot: int,
            right_slot: int, inf_thr: bool, majority: int) -> None:
     m = attribute.n_slots
+    nodes.branch_offset[node] = len(nodes.slot_branch)
+    nodes.slot_branch.extend(int(b) for b in br)
     nodes.feature[node] = a
     nodes.n_children[node] = nb
     nodes.missing_branch[node] = int(br[m])
@@ -341,20 +502,30 @@ def _split(nodes: _Nodes, node: int, attribute, a: int, br: np.ndarray, nb: int,
 
 
 class PassMeter:
-    """Counts a pass's rows: a progress line on stderr while ``verbose``, then one log line
-    (``logging`` at INFO, and printed when ``verbose``) with the rows per second."""
+    """Counts a pass's rows: while ``verbose``, a progress bar on stderr (level, pass, rows done of
+    ``total``); then one log line (``logging`` at INFO, and printed when ``verbose``) with rows/s."""
 
-    def __init__(self, label: str, verbose: int):
-        self.label, self.verbose = label, verbose
+    WIDTH = 24
+
+    def __init__(self, label: str, verbose: int, total: int = 0):
+        self.label, self.verbose, self.total = label, verbose, total
         self.rows = 0
         self.start = self.shown = time.perf_counter()
+
+    def bar(self) -> str:
+        if self.total <= 0:
+            return f"{self.label}: {self.rows:,} rows"
+        done = min(1.0, self.rows / self.total)
+        filled = int(round(done * self.WIDTH))
+        return (f"{self.label} [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done:4.0%} "
+                f"{self.rows:,}/{self.total:,} rows")
 
     def __call__(self, n: int) -> None:
         self.rows += n
         now = time.perf_counter()
         if self.verbose and now - self.shown > 0.5:
             self.shown = now
-            print(f"\r  {self.label}: {self.rows:,} rows", end="", file=sys.stderr, flush=True)
+            print(f"\r  {self.bar()}", end="", file=sys.stderr, flush=True)
 
     def done(self) -> None:
         seconds = time.perf_counter() - self.start
@@ -362,4 +533,6 @@ class PassMeter:
         msg = f"{self.label}: {self.rows:,} rows in {seconds:.2f}s ({rate:,.0f} rows/s)"
         log.info(msg)
         if self.verbose:
-            print(f"\r{msg}", file=sys.stderr if self.shown > self.start else sys.stdout, flush=True)
+            if self.shown > self.start:  # end the progress bar's line
+                print(f"\r  {self.bar()}", file=sys.stderr, flush=True)
+            print(msg, flush=True)

@@ -112,16 +112,6 @@ def test_hybrid_grows_the_read_tree_in_fewer_passes(agrawal, max_bins):
     assert hybrid.n_passes_ == 2 and hybrid.n_passes_per_level_ == [1] + [0] * 11
 
 
-def test_hybrid_with_room_for_deep_nodes_only(agrawal):
-    # a quarter of 8 MB holds about 80 % of the rows: once the rows left to split fit, no more data passes
-    params = dict(max_depth=12, max_bins=64, memory_budget="8MB")
-    read = DecisionTreeClassifier(algorithm="read", **params).fit(agrawal["fifty"], target="class")
-    hybrid = DecisionTreeClassifier(algorithm="hybrid", **params).fit(agrawal["fifty"], target="class")
-    assert hybrid.tree_.to_json() == read.tree_.to_json()
-    assert 2 < hybrid.n_passes_ < read.n_passes_
-    assert hybrid.n_passes_per_level_[:2] == read.n_passes_per_level_[:2]
-
-
 def test_one_log_line_per_pass_with_rows_per_second(agrawal, capsys, caplog):
     import logging
     with caplog.at_level(logging.INFO, logger="rainforest"):
