@@ -93,6 +93,10 @@ class ProfileTask:
                 raise DataError(f"the weight column {self.weight!r} of {self.where} has a bad value "
                                 f"{w[bad][0]!r} at row {first_row + int(np.argmax(bad))} (weights must be finite and >= 0)")
         numeric_block = []
+        h = chosen = None
+        if not self.exact:  # hash first: only rows that can enter the sample are copied
+            h = row_hash(np.arange(first_row, first_row + n, dtype=np.uint64), self.seed)
+            chosen = np.flatnonzero(h < p.sample_hash.max()) if len(p.sample_hash) >= self.sample_rows else None
         for name, cp in p.columns.items():
             col = batch.column(name)
             if cp.kind == CATEGORICAL:
@@ -117,9 +121,9 @@ class ProfileTask:
                         cp.distinct_values()
                 else:  # only whether there are at most max_bins distinct values matters
                     cp.distinct = few_distinct(cp.distinct, _integer_distinct(ok, col.type), self.max_bins)
-            numeric_block.append(x)
+            numeric_block.append(x if chosen is None else x[chosen])
         if numeric_block and not self.exact:
-            self._update_sample(p, np.column_stack(numeric_block), first_row)
+            self._update_sample(p, np.column_stack(numeric_block), h if chosen is None else h[chosen])
         return p
 
     def _update_label(self, p: Profile, col) -> None:
@@ -133,11 +137,8 @@ class ProfileTask:
         for v, c in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
             p.label_counts[v] = p.label_counts.get(v, 0) + c
 
-    def _update_sample(self, p: Profile, block: np.ndarray, first_row: int) -> None:
-        h = row_hash(np.arange(first_row, first_row + len(block), dtype=np.uint64), self.seed)
-        if len(p.sample_hash) >= self.sample_rows:  # only rows that can still enter the k smallest hashes
-            keep = h < p.sample_hash.max()
-            h, block = h[keep], block[keep]
+    def _update_sample(self, p: Profile, block: np.ndarray, h: np.ndarray) -> None:
+        """Add rows (with their hashes ``h``) that may be among the ``sample_rows`` smallest hashes."""
         p.sample_hash = np.concatenate([p.sample_hash, h])
         p.sample = np.concatenate([p.sample, block]) if len(p.sample) else block.copy()
         if len(p.sample_hash) > 2 * self.sample_rows:
