@@ -22,7 +22,7 @@ import numpy as np
 from .avc import AvcPass
 from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_nodes
 from .errors import BudgetError
-from .rows import KeptRows, RowBlock, descend, row_bytes, slot_dtype
+from .rows import MAX_KEPT_ROWS, KeptRows, descend, row_bytes, slot_dtype
 from .schema import CATEGORICAL, Schema
 from .spill import Spill
 from .tree import KIND_NAMES, Tree
@@ -132,12 +132,8 @@ class _Supply:
         if from_memory:
             rows = self.kept.block()
             meter = PassMeter(f"level {level}, rows kept in memory, {label}", self.verbose, len(rows))
-            state = task.new_state()
-            for lo in range(0, len(rows), MEMORY_SLICE):
-                sl = slice(lo, lo + MEMORY_SLICE)
-                state = task.count(state, RowBlock(rows.S[sl], rows.y[sl], rows.w[sl] if len(rows.w) else rows.w,
-                                                   rows.node[sl]))
-                meter(min(MEMORY_SLICE, len(rows) - lo))
+            state = task.count(task.new_state(), rows)
+            meter(len(rows))
             meter.done()
             return state, False
         if self.spill is not None and self.spill.generation >= 0:
@@ -155,9 +151,6 @@ class _Supply:
         state = self.source.run_pass(task, self.columns, self.batch_size, meter)
         meter.done()
         return state, True
-
-
-MEMORY_SLICE = 1 << 20  # rows counted at a time from memory, to bound the temporaries
 
 
 def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, batch_size: int,
@@ -209,7 +202,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
     # RF-Hybrid: rows of nodes whose families fit a quarter of the budget are kept in memory by
     # a data pass; their subtrees are then counted over those rows, costing no data pass.
     in_memory: set[int] = set()
-    memory_rows = (budget_bytes // 4) // row_bytes(schema, weighted) if params.hybrid else 0
+    memory_rows = min((budget_bytes // 4) // row_bytes(schema, weighted), MAX_KEPT_ROWS) if params.hybrid else 0
     while frontier:
         passes_this_level = 0
         next_frontier: list[int] = []
@@ -242,7 +235,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                 for from_memory, part in parts.items():  # split first: nodes pulled by this pass are counted once
                     if not part:
                         continue
-                    node_pos = np.full(len(nodes.feature), -1, np.int64)
+                    node_pos = np.full(len(nodes.feature), -1, np.int32)
                     node_pos[part] = np.arange(len(part))
                     task = AvcPass(schema, routing, node_pos, len(part), n_channels, class_weight, weighted, attrs)
                     if pull and not from_memory:
@@ -350,7 +343,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
             descend(rows.S, rows.node, *nodes.slot_routing())
             alive = np.zeros(len(nodes.feature), bool)
             alive[list(set(next_frontier).union(*(sibs for _, sibs in next_derived.values())))] = True
-            supply.kept.compact(alive)
+            supply.kept.release(alive)
         frontier = next_frontier
         derived = next_derived
         level += 1

@@ -33,8 +33,12 @@ def slot_dtype(schema: Schema) -> np.dtype:
 
 
 def row_bytes(schema: Schema, weighted: bool) -> int:
-    """Bytes of one encoded row: slots, class (4), node (4) and weight (8) when not all ones."""
-    return len(schema.attributes) * slot_dtype(schema).itemsize + 8 + (8 if weighted else 0)
+    """Bytes of one row kept in memory: slots, class (4), node (4) and weight (8) when not all ones,
+    plus the scratch of counting them (each row's node in the pass and its place grouped by node, 4 each)."""
+    return len(schema.attributes) * slot_dtype(schema).itemsize + 8 + (8 if weighted else 0) + 8
+
+
+MAX_KEPT_ROWS = 2**31 - 1  # rows are numbered with int32 when counted
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -129,7 +133,7 @@ def encode_rows(schema: Schema, batch: pa.RecordBatch, class_weight: np.ndarray 
 
 
 class KeptRows:
-    """Rows kept in memory by RF-Hybrid, filled in row order into arrays sized in advance, so
+    """Rows kept in memory by RF-Hybrid, in row order, filled into arrays sized in advance, so
     keeping ``n`` rows never holds more than ``n`` rows."""
 
     def __init__(self, capacity: int, n_attributes: int, dtype, weighted: bool):
@@ -153,10 +157,12 @@ class KeptRows:
         r, n = self.rows, self.size
         return RowBlock(r.S[:n], r.y[:n], r.w[:n] if len(r.w) else r.w, r.node[:n])
 
-    def compact(self, alive: np.ndarray) -> None:
-        """Drop, in place and in row order, the rows whose node is not flagged in ``alive``."""
+    def release(self, alive: np.ndarray) -> None:
+        """Forget the rows whose node is not flagged in ``alive``: compacted away in place, keeping
+        row order, once they are at least half of the rows (until then they are skipped cheaply)."""
         r = self.rows
-        self.size = _compact(r.S, r.y, r.w, r.node, alive, self.size)
+        if 2 * int(np.count_nonzero(alive[r.node[:self.size]])) <= self.size:
+            self.size = _compact(r.S, r.y, r.w, r.node, alive, self.size)
 
 
 @numba.njit(cache=True, nogil=True)
