@@ -7,7 +7,7 @@ array.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -103,11 +103,9 @@ def avc_group(schema: Schema, block: np.ndarray) -> AvcGroup:
 
 @dataclass
 class AvcState:
-    """What a pass returns: the AVC-groups, and the rows it was asked to keep (RF-Hybrid) when
-    they are not kept in place."""
+    """What a pass returns: the AVC-groups."""
 
     counts: np.ndarray
-    kept: list = field(default_factory=list)  # RowBlocks, in row order
 
 
 @dataclass
@@ -117,8 +115,8 @@ class AvcPass:
 
     ``routing`` is ``(feature, first_child, slot_branch, branch_offset)`` of the tree so far (see
     :func:`rainforest.rows.descend`); ``node_pos`` maps a tree node to its index in the pass, or -1.
-    With ``keep`` (a flag per tree node) the rows reaching flagged nodes are kept too: into
-    ``keep_into`` (a :class:`rainforest.rows.KeptRows`) for a local source, else in the state.
+    With ``keep`` (a flag per tree node) the rows reaching flagged nodes are kept too, into
+    ``keep_into`` (a :class:`rainforest.rows.KeptRows`; local sources only, like ``spill``).
     ``spill`` (RF-Write), when set, receives every counted block of rows.
     """
 
@@ -154,18 +152,13 @@ class AvcPass:
         if self.keep is not None:
             mask = self.keep[rows.node]
             if mask.any():
-                kept = rows.take(mask)
-                if self.keep_into is not None:
-                    self.keep_into.add(kept)
-                else:
-                    state.kept.append(kept)
+                self.keep_into.add(rows.take(mask))
         if self.spill is not None:
             self.spill(rows)
         return state
 
     def merge(self, a: AvcState, b: AvcState) -> AvcState:
         a.counts += b.counts
-        a.kept.extend(b.kept)
         return a
 
 

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 
 from .avc import root_avc
+from .dask_predict import lazy_on_dask
 from .errors import DataError, NotFittedError
 from .estimators import numba_threads
 from .inputs import accuracy, attribute_kinds, feature_tables, training_data
@@ -200,6 +201,7 @@ def _label_codes(y: pa.Array) -> tuple[np.ndarray, list]:
 
 
 # -- the estimator --------------------------------------------------------------------------
+@lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
 class NaiveBayesClassifier(ParamsMixin):
     """Naive Bayes over data of any size, trained in one pass.
 

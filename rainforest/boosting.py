@@ -25,6 +25,7 @@ import pyarrow as pa
 from storage import Source
 
 from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier
+from .dask_predict import lazy_on_dask
 from .errors import DataError, NotFittedError
 from .estimators import DecisionTreeClassifier, numba_threads
 from .grow import grow_tree
@@ -57,13 +58,45 @@ class BoostedSource(Source):
         return self.base.description
 
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
-        wanted = [c for c in columns if c not in self.added]
-        read = list(dict.fromkeys(wanted + self.needed))
-        for batch in self.base._batches(read, batch_size):
-            extra = self.weigh(batch)
-            arrays = [extra[c] if c in self.added else batch.column(c) for c in columns]
-            yield pa.RecordBatch.from_arrays([pa.array(a) if isinstance(a, np.ndarray) else a for a in arrays],
-                                             names=list(columns))
+        for batch in self.base._batches(self._read(columns), batch_size):
+            yield _with_columns(batch, self.weigh(batch), self.added, columns)
+
+    def _read(self, columns: Sequence[str]) -> list:
+        return list(dict.fromkeys([c for c in columns if c not in self.added] + self.needed))
+
+    def run_pass(self, task, columns: Sequence[str], batch_size: int = 65536, progress=None):
+        """One pass counted here; over a distributed base, the weights are computed where the rows live."""
+        if not getattr(self.base, "distributed", False):
+            return super().run_pass(task, columns, batch_size, progress)
+        self.check_columns(columns)
+        self.n_passes += 1  # the pass is this source's (AdaBoost counts rounds on it), not the base's
+        return self.base.fold(WeighedTask(task, self.weigh, self.added, list(columns)), self._read(columns),
+                              batch_size, progress)
+
+
+def _with_columns(batch: pa.RecordBatch, extra: dict, added: dict, columns) -> pa.RecordBatch:
+    arrays = [extra[c] if c in added else batch.column(c) for c in columns]
+    return pa.RecordBatch.from_arrays([pa.array(a) if isinstance(a, np.ndarray) else a for a in arrays],
+                                      names=list(columns))
+
+
+@dataclass
+class WeighedTask:
+    """``inner`` run on batches with ``weigh``'s columns added: BoostedSource's pass, shipped to a cluster."""
+
+    inner: object
+    weigh: Callable[[pa.RecordBatch], dict]
+    added: dict
+    columns: list
+
+    def new_state(self):
+        return self.inner.new_state()
+
+    def update(self, state, batch: pa.RecordBatch, first_row: int):
+        return self.inner.update(state, _with_columns(batch, self.weigh(batch), self.added, self.columns), first_row)
+
+    def merge(self, a, b):
+        return self.inner.merge(a, b)
 
 
 @dataclass
@@ -99,6 +132,7 @@ def _scaled(counts: BayesCounts, s: float) -> BayesCounts:
     return out
 
 
+@lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
 class AdaBoostClassifier(ParamsMixin):
     """AdaBoost with the SAMME rule, for any number of classes, over data of any size.
 

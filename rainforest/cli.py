@@ -144,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
         "examples:\n"
         "  rainforest train data/train/ --target label --model model.json\n"
         "  rainforest train 'data/*.parquet' --target y --model m.json --max-depth 8 --exact \\\n"
-        "      --categorical zipcode car --memory-budget 512MB")
+        "      --categorical zipcode car --memory-budget 512MB\n"
+        "  rainforest train /data/train --target class --model /data/model.json --scheduler tcp://scheduler:8786")
     p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with the training rows")
     p.add_argument("--target", required=True, metavar="COL", help="the label column")
     p.add_argument("--model", required=True, metavar="PATH", help="where to write the model (JSON)")
@@ -170,9 +171,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: 2)")
     p.add_argument("--memory-budget", type=_size, default="1GB", metavar="SIZE",
                    help="bound on the memory one pass uses, e.g. 512MB, 2GiB (default: 1GB)")
-    p.add_argument("--algorithm", choices=["hybrid", "read"], default="hybrid",
-                   help="hybrid: finish in memory the subtrees whose rows fit a quarter of the budget; "
-                        "read: one pass over the data per level; the same tree either way (default: hybrid)")
+    p.add_argument("--algorithm", choices=["hybrid", "write", "vertical", "read"], default="hybrid",
+                   help="hybrid: finish in memory the subtrees whose rows fit a quarter of the budget, "
+                        "spill rows by node when a level needs several reads, count attributes in groups "
+                        "when one node's counts exceed the budget; write: spill and groups only; vertical: "
+                        "groups only; read: one pass over the data per level; the same tree in every case "
+                        "(default: hybrid)")
+    p.add_argument("--spill-dir", default=None, metavar="DIR",
+                   help="where RF-Write makes its temporary spill folder, removed after training "
+                        "(default: the system's temporary directory)")
     p.add_argument("--batch-size", type=_int_at_least(1), default=None, metavar="N",
                    help="rows per record batch (default: derived from the memory budget)")
     p.add_argument("--categorical", nargs="+", metavar="COL", default=None,
@@ -184,6 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="weight classes inversely to their frequency")
     p.add_argument("--n-jobs", type=_n_jobs, default=-1, metavar="N",
                    help="threads; -1 uses all cores (default: -1)")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="run every pass on the Dask cluster of this scheduler, e.g. tcp://scheduler:8786; "
+                        "each worker reads its files, so DATA must be visible to the workers and to this "
+                        "machine at the same path (default: train in this process)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="print one line per pass over the data")
     p.set_defaults(func=cmd_train)
 
@@ -334,15 +345,26 @@ def cmd_train(args) -> int:
         min_samples_split=args.min_samples_split, min_samples_leaf=args.min_samples_leaf,
         class_weight=args.class_weight,
         categorical_features=args.categorical if args.categorical else "auto",
-        memory_budget=args.memory_budget, algorithm=args.algorithm, batch_size=args.batch_size,
+        memory_budget=args.memory_budget, algorithm=args.algorithm, spill_dir=args.spill_dir,
+        batch_size=args.batch_size,
         n_jobs=args.n_jobs, verbose=args.verbose)
+    data = args.data
+    if args.scheduler is not None:  # fails here, naming the address, if the scheduler cannot be reached
+        from storage import DaskSource
+
+        data = DaskSource(args.data, scheduler=args.scheduler)
     t0 = time.perf_counter()
-    clf.fit(args.data, target=args.target, sample_weight=args.weight, features=args.features)
+    try:
+        clf.fit(data, target=args.target, sample_weight=args.weight, features=args.features)
+    finally:
+        if args.scheduler is not None:
+            data.close()
     fit_time = time.perf_counter() - t0
     clf.save(args.model)
     tree = clf.tree_
+    where = f" on the Dask cluster at {args.scheduler}" if args.scheduler is not None else ""
     _out(f"trained on {clf.n_rows_:,} rows, {clf.n_features_in_} features, {len(clf.classes_)} classes "
-         f"from {args.data}",
+         f"from {args.data}{where}",
          *_tree_summary(tree),
          f"passes: {clf.n_passes_}",
          f"time:   {_seconds(fit_time)}",

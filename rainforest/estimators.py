@@ -13,6 +13,7 @@ import numpy as np
 from .avc import avc_group, root_avc
 from .budget import parse_bytes
 from .criteria import CRITERIA
+from .dask_predict import lazy_on_dask
 from .errors import NotFittedError
 from .grow import GrowParams, grow_tree
 from .inputs import accuracy, attribute_kinds, feature_tables, training_data
@@ -22,6 +23,9 @@ from .tree import Tree, write_atomic
 
 MODEL_FORMAT = "rainforest.model"
 MODEL_VERSION = 1
+
+
+ALGORITHMS = ("hybrid", "write", "vertical", "read")
 
 
 @contextmanager
@@ -42,6 +46,7 @@ def numba_threads(n_jobs):
         numba.set_num_threads(old)
 
 
+@lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
 class DecisionTreeClassifier(ParamsMixin):
     """A decision tree grown from AVC-groups, over data of any size.
 
@@ -78,14 +83,26 @@ class DecisionTreeClassifier(ParamsMixin):
         Columns to treat as categorical besides string and boolean columns
         (names, or positions for arrays). Integer columns are numeric unless named here.
     memory_budget : int or str, default="1GB"
-        Bound on the AVC-groups held in one pass and on batch sizes; a level
-        whose AVC-groups exceed it takes several passes.
-    algorithm : {"hybrid", "read"}, default="hybrid"
-        ``"read"`` (RF-Read) counts every level in passes over the data.
-        ``"hybrid"`` (RF-Hybrid) also keeps, during a pass, the rows of nodes
-        whose families fit a quarter of ``memory_budget``, and grows their
-        subtrees in memory: a level whose nodes are all in memory costs no
-        pass. Both build the identical tree.
+        Bound on the memory growth uses: half of it for the AVC-groups of one
+        pass (a level whose AVC-groups exceed it takes several passes), a
+        quarter for rows kept in memory (RF-Hybrid), and batch sizes.
+    algorithm : {"hybrid", "write", "vertical", "read"}, default="hybrid"
+        How growth meets the budget; all build the identical tree.
+        ``"read"`` (RF-Read) counts every level in passes over the data, and
+        fails if one node's AVC-group exceeds the budget.
+        ``"vertical"`` (RF-Vertical) then counts the attributes a group at a
+        time instead (high-cardinality numerics in exact mode).
+        ``"write"`` (RF-Write, with RF-Vertical) also writes, when a level
+        needs several reads, its rows partitioned by node to a temporary
+        spill folder, and later reads take only their partitions.
+        ``"hybrid"`` (RF-Hybrid, with both) also keeps, during a pass, the
+        encoded rows of nodes whose families fit a quarter of
+        ``memory_budget``, and grows their subtrees in memory: a level whose
+        nodes are all in memory costs no pass.
+    spill_dir : str or None, default=None
+        Where RF-Write makes its temporary spill folder (the system's
+        temporary directory when None). The folder is removed when ``fit``
+        ends, fails or is interrupted.
     batch_size : int or None, default=None
         Rows per record batch; ``None`` derives it from ``memory_budget``.
         The tree does not depend on it.
@@ -112,7 +129,11 @@ class DecisionTreeClassifier(ParamsMixin):
     n_passes_ : int
         Passes over the data made by the last ``fit``, the profiling pass included.
     n_passes_per_level_ : list of int
-        Growth passes per tree level.
+        Growth passes over the data per tree level.
+    grow_stats_ : GrowStats
+        What growth did besides passes: ``spill_reads`` and ``spill_bytes``
+        (RF-Write), ``attribute_groups`` (more than 1 under RF-Vertical) and
+        ``kept_rows`` (rows pulled into memory by RF-Hybrid).
 
     Examples
     --------
@@ -124,8 +145,8 @@ class DecisionTreeClassifier(ParamsMixin):
     def __init__(self, *, criterion="gini", categorical_split="binary", max_bins=255, max_depth=None,
                  min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
                  min_impurity_decrease=0.0, class_weight=None, categorical_features="auto",
-                 memory_budget="1GB", algorithm="hybrid", batch_size=None, binning_sample=200_000, n_jobs=-1,
-                 random_state=0, verbose=0):
+                 memory_budget="1GB", algorithm="hybrid", spill_dir=None, batch_size=None, binning_sample=200_000,
+                 n_jobs=-1, random_state=0, verbose=0):
         self.criterion = criterion
         self.categorical_split = categorical_split
         self.max_bins = max_bins
@@ -138,6 +159,7 @@ class DecisionTreeClassifier(ParamsMixin):
         self.categorical_features = categorical_features
         self.memory_budget = memory_budget
         self.algorithm = algorithm
+        self.spill_dir = spill_dir
         self.batch_size = batch_size
         self.binning_sample = binning_sample
         self.n_jobs = n_jobs
@@ -160,8 +182,8 @@ class DecisionTreeClassifier(ParamsMixin):
             raise ValueError(f"min_weight_fraction_leaf must be in [0, 0.5], got {self.min_weight_fraction_leaf!r}")
         if not self.min_impurity_decrease >= 0:
             raise ValueError(f"min_impurity_decrease must be >= 0, got {self.min_impurity_decrease!r}")
-        if self.algorithm not in ("hybrid", "read"):
-            raise ValueError(f"algorithm must be 'hybrid' or 'read', got {self.algorithm!r}")
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {', '.join(map(repr, ALGORITHMS))}, got {self.algorithm!r}")
         if self.batch_size is not None and not (_is_int(self.batch_size) and self.batch_size >= 1):
             raise ValueError(f"batch_size must be None or a positive integer, got {self.batch_size!r}")
         if not (_is_int(self.binning_sample) and self.binning_sample >= 1000):
@@ -214,6 +236,7 @@ class DecisionTreeClassifier(ParamsMixin):
             del self.feature_names_in_
         self.n_passes_ = source.n_passes - passes_before
         self.n_passes_per_level_ = stats.passes_per_level
+        self.grow_stats_ = stats
         self.n_rows_ = profile.n_rows
         return self
 
@@ -236,7 +259,9 @@ class DecisionTreeClassifier(ParamsMixin):
                           min_samples_split=_resolve_count(self.min_samples_split, n_rows, 2),
                           min_samples_leaf=_resolve_count(self.min_samples_leaf, n_rows, 1),
                           min_weight_fraction_leaf=self.min_weight_fraction_leaf,
-                          min_impurity_decrease=self.min_impurity_decrease, hybrid=self.algorithm == "hybrid")
+                          min_impurity_decrease=self.min_impurity_decrease, hybrid=self.algorithm == "hybrid",
+                          write=self.algorithm in ("hybrid", "write"), vertical=self.algorithm != "read",
+                          spill_dir=self.spill_dir)
 
     def _class_weights(self, classes, counts, n_rows):
         cw = self.class_weight
@@ -280,7 +305,8 @@ class DecisionTreeClassifier(ParamsMixin):
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of each row (the first one on ties, as scikit-learn)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # checks that the model is fitted before classes_ is read
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def predict_log_proba(self, X) -> np.ndarray:
         with np.errstate(divide="ignore"):

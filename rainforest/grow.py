@@ -202,7 +202,9 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
     # RF-Hybrid: rows of nodes whose families fit a quarter of the budget are kept in memory by
     # a data pass; their subtrees are then counted over those rows, costing no data pass.
     in_memory: set[int] = set()
-    memory_rows = min((budget_bytes // 4) // row_bytes(schema, weighted), MAX_KEPT_ROWS) if params.hybrid else 0
+    # Not from a distributed source: its passes return only AVC-groups, never rows.
+    memory_rows = min((budget_bytes // 4) // row_bytes(schema, weighted), MAX_KEPT_ROWS) \
+        if params.hybrid and local else 0
     while frontier:
         passes_this_level = 0
         next_frontier: list[int] = []
@@ -241,9 +243,8 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                     if pull and not from_memory:
                         task.keep = np.zeros(len(nodes.feature), bool)
                         task.keep[pull] = True
-                        if local:
-                            task.keep_into = supply.kept = KeptRows(
-                                sum(nodes.n_node_samples[n] for n in pull), n_attr, slot_dtype(schema), weighted)
+                        task.keep_into = supply.kept = KeptRows(
+                            sum(nodes.n_node_samples[n] for n in pull), n_attr, slot_dtype(schema), weighted)
                     if write and not from_memory:
                         if supply.spill is None:
                             supply.spill = Spill(params.spill_dir, n_attr)
@@ -260,11 +261,6 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                     passes_this_level += from_data
                     block_of.update((n, state.counts[i]) for i, n in enumerate(part))
                     if task.keep is not None:
-                        if supply.kept is None:  # a distributed pass returned the rows
-                            supply.kept = KeptRows(sum(len(b) for b in state.kept), n_attr, slot_dtype(schema),
-                                                   weighted)
-                            for b in state.kept:
-                                supply.kept.add(b)
                         stats.kept_rows = supply.kept.size
                         in_memory.update(pull)
                         pull = []

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from storage import ParquetSource, Source, TableSource, as_table
+from storage import DaskSource, ParquetSource, Source, TableSource, as_table
+from storage.dask import is_dask_dataframe
 
 from .errors import DataError
 from .schema import CATEGORICAL, arrow_kind
@@ -20,10 +21,17 @@ def is_path(X) -> bool:
         isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(x, (str, os.PathLike)) for x in X))
 
 
+def is_streamed(X) -> bool:
+    """Whether ``X`` is read in passes (a path, a Source, a Dask DataFrame), not held in memory."""
+    return isinstance(X, Source) or is_path(X) or is_dask_dataframe(X)
+
+
 def to_source(X) -> Source:
-    """A Source for a path (Parquet), a Source, or an in-memory table-like object."""
+    """A Source for a path (Parquet), a Source, a Dask DataFrame, or an in-memory table-like object."""
     if isinstance(X, Source):
         return X
+    if is_dask_dataframe(X):  # partitions passed over where they live (storage.dask)
+        return DaskSource(X)
     if is_path(X):
         return ParquetSource(X)
     table, _, _ = as_table(X)
@@ -43,7 +51,7 @@ def training_data(X, y, target, sample_weight, features) -> TrainingData:
     """Resolve ``fit``'s arguments; every mistake is a DataError naming the argument or column."""
     if y is not None and target is not None:
         raise DataError("give either y or target=, not both")
-    if isinstance(X, Source) or is_path(X):
+    if is_streamed(X):
         if y is not None:
             raise DataError("a path or a Source carries its label: pass target='column', not y")
         if target is None:
@@ -136,7 +144,7 @@ def feature_tables(X, names: list, *, strict_names: bool, batch_size: int = 6553
     when ``strict_names`` is false (the model was fitted on unnamed columns) may other names
     stand for them by position.
     """
-    if isinstance(X, Source) or is_path(X):
+    if is_streamed(X):
         source = to_source(X)
         source.check_columns(names)
         for _, batch in source.scan(names, batch_size):

@@ -4,7 +4,8 @@ Every source yields Arrow record batches in a stable order and counts its
 passes; see :class:`storage.base.Source`.
 """
 from .base import PassTask, Source, SourceError
+from .dask import DaskSource
 from .memory import TableSource, as_table
 from .parquet import MissingPathError, ParquetSource
 
-__all__ = ["Source", "PassTask", "SourceError", "MissingPathError", "ParquetSource", "TableSource", "as_table"]
+__all__ = ["Source", "PassTask", "SourceError", "MissingPathError", "ParquetSource", "DaskSource", "TableSource", "as_table"]

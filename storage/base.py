@@ -87,9 +87,25 @@ class Source:
     def run_pass(self, task: PassTask, columns: Sequence[str], batch_size: int = 65536,
                  progress: Callable[[int], None] | None = None) -> Any:
         """Run ``task`` over every row in one counted pass and return its state."""
+        self.check_columns(columns)
+        self.n_passes += 1
+        return self.fold(task, list(columns), batch_size, progress)
+
+    def fold(self, task: PassTask, columns: Sequence[str], batch_size: int = 65536,
+             progress: Callable[[int], None] | None = None) -> Any:
+        """The body of :meth:`run_pass`, not counted: fold every batch into one state, in row order.
+
+        Distributed sources override this (one state per partition, merged); a source
+        derived from another one (adding computed columns) counts its own pass and
+        delegates here, so that its base runs the task where the rows live.
+        """
         state = task.new_state()
-        for first, batch in self.scan(columns, batch_size):
+        first = 0
+        for batch in _prefetched(self._batches(list(columns), batch_size)):
+            if batch.num_rows == 0:
+                continue
             state = task.update(state, batch, first)
+            first += batch.num_rows
             if progress is not None:
                 progress(batch.num_rows)
         return state

@@ -102,24 +102,38 @@ class ParquetSource(Source):
     def count_rows(self) -> int:
         return sum(f.metadata.num_rows for f in self._dataset.get_fragments())
 
+    def fragment_rows(self) -> list[int]:
+        """Rows of each file, in row order (from the Parquet footers; no data is read)."""
+        return [f.metadata.num_rows for f in self._dataset.get_fragments()]
+
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        for fragment in self._dataset.get_fragments():
+            yield from self._fragment_batches(fragment, columns, batch_size)
+
+    def fragment_batches(self, index: int, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        """The batches of the ``index``-th file alone (distributed sources read one file per task)."""
+        for i, fragment in enumerate(self._dataset.get_fragments()):
+            if i == index:
+                return self._fragment_batches(fragment, list(columns), batch_size)
+        raise SourceError(f"{self.description} has no file number {index}")
+
+    def _fragment_batches(self, fragment, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         # ParquetFile.iter_batches, not Fragment.to_batches: the latter can hang forever
         # (apache/arrow#45214); hive partition values are added as constant columns.
         schema = self._dataset.schema
-        for fragment in self._dataset.get_fragments():
-            keys = ds.get_partition_keys(fragment.partition_expression) if self.partitioning else {}
-            try:
-                reader = pq.ParquetFile(fragment.path)
-                in_file = set(reader.schema_arrow.names)
-                wanted = [c for c in columns if c not in keys]
-                absent = [c for c in wanted if c not in in_file]
-                if absent:
-                    raise SourceError(f"Parquet file {fragment.path!r} has no column {absent[0]!r}")
-                for batch in reader.iter_batches(batch_size=batch_size, columns=wanted, use_threads=True):
-                    yield _conform(batch, columns, keys, schema, fragment.path)
-                reader.close()
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
-                raise SourceError(f"cannot read Parquet file {fragment.path!r}: {_first_line(exc)}") from None
+        keys = ds.get_partition_keys(fragment.partition_expression) if self.partitioning else {}
+        try:
+            reader = pq.ParquetFile(fragment.path)
+            in_file = set(reader.schema_arrow.names)
+            wanted = [c for c in columns if c not in keys]
+            absent = [c for c in wanted if c not in in_file]
+            if absent:
+                raise SourceError(f"Parquet file {fragment.path!r} has no column {absent[0]!r}")
+            for batch in reader.iter_batches(batch_size=batch_size, columns=wanted, use_threads=True):
+                yield _conform(batch, columns, keys, schema, fragment.path)
+            reader.close()
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
+            raise SourceError(f"cannot read Parquet file {fragment.path!r}: {_first_line(exc)}") from None
 
 
 def _conform(batch: pa.RecordBatch, columns, keys: dict, schema: pa.Schema, path: str) -> pa.RecordBatch:

@@ -134,6 +134,18 @@ def test_train_with_rf_read(data, tmp_path):
     assert loaded.tree_.to_json() == hybrid.tree_.to_json() and hybrid.n_passes_ < 6
 
 
+def test_train_with_rf_write_cleans_its_spill_dir(data, tmp_path):
+    model, spill = tmp_path / "write.json", tmp_path / "spill"
+    spill.mkdir()
+    r = run_cli("train", data / "train", "--target", "class", "--model", model, "--max-depth", 6,
+                "--algorithm", "write", "--memory-budget", "100KB", "--spill-dir", spill, "-v", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "spill partitions" in r.stdout  # later reads came from the spill folder
+    assert list(spill.iterdir()) == []
+    read = DecisionTreeClassifier(max_depth=6, algorithm="read").fit(str(data / "train"), target="class")
+    assert rainforest.load(model).tree_.to_json() == read.tree_.to_json()
+
+
 def test_predict_writes_one_row_per_input_row(trained, tmp_path):
     model, clf, _ = trained
     test = model.parent / "test"

@@ -1,0 +1,432 @@
+"""Rows in the partitions of a Dask DataFrame, or in Parquet files read by Dask workers.
+
+A pass is mapped over the partitions where they live: each partition is read,
+cut into Arrow batches and folded with the task's ``new_state`` / ``update``
+into one partial state; the partial states are then merged pairwise, in a
+tree over the partition indices (``(0 1) (2 3) ...``, then those pairs), so
+the result is the one a single ordered fold would give, whatever the number
+of workers or the order in which partitions finish. Only the task (the tree
+so far, small) goes out, once per pass, as one literal of the task graph;
+only partial states (AVC-groups) come back.
+
+Fault tolerance is the scheduler's: every partial state is a pure function of
+its partition, so when a worker dies ``dask.distributed`` recomputes the lost
+keys from the graph on the workers left. The task is a graph literal, never
+scattered data, because scattered data dies with its worker. Partial states
+are merged in place (``merge(a, b)`` updates ``a``), which is safe because the
+client holds no future of an intermediate state: a state is used by exactly one
+merge, and is recomputed from its partition whenever it is needed again.
+
+Row identity (the ``first_row`` of every batch) is the partition order and
+the row order inside each partition: partition lengths are known before the
+first pass, from the Parquet footers or the DataFrame's own metadata, and
+otherwise counted once (that costs one counted pass).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+import pyarrow as pa
+
+from .base import PassTask, Source, SourceError
+from .parquet import ParquetSource
+
+#: Seconds to wait for a scheduler to answer before giving up.
+CONNECT_TIMEOUT = 10.0
+#: Seconds a pass waits for the scheduler to have at least one worker before giving up.
+WORKER_TIMEOUT = 60.0
+
+
+def is_dask_dataframe(obj) -> bool:
+    """Whether ``obj`` is a Dask DataFrame (checked without importing Dask)."""
+    return type(obj).__module__.startswith("dask.") and hasattr(obj, "to_delayed") and hasattr(obj, "columns")
+
+
+def is_dask_collection(obj) -> bool:
+    """Whether ``obj`` is any Dask collection (DataFrame, Series, Array, Bag, Delayed)."""
+    return type(obj).__module__.startswith("dask.") and hasattr(obj, "__dask_graph__")
+
+
+@dataclass(eq=False)
+class DaskSource(Source):
+    """Rows of a Dask DataFrame, or of Parquet files, passed over on a Dask cluster.
+
+    Parameters
+    ----------
+    data : dask.dataframe.DataFrame, str, path-like or list of them
+        A Dask DataFrame (typically ``dd.read_parquet("data/")``), or a Parquet
+        file, folder, glob or list as :class:`ParquetSource` takes; then every
+        file is one partition, read by a worker with the same reader as
+        ``ParquetSource`` (so the path must be visible to the client, for the
+        footers, and to every worker, e.g. a shared volume).
+    client : distributed.Client, optional
+        The cluster to run on. Without ``client`` and ``scheduler``, the
+        default client is used if one exists, else Dask's threaded scheduler
+        in this process.
+    scheduler : str, optional
+        Address of a ``dask scheduler`` (``"tcp://host:8786"``) to connect to;
+        the source owns that connection (:meth:`close`, or use ``with``).
+    partitioning : str or None, default="hive"
+        For a path: how folder names become columns, as in ``ParquetSource``.
+    connect_timeout : float, default=10
+        Seconds to wait for the scheduler to answer before raising :class:`SourceError`.
+    worker_timeout : float, default=60
+        Seconds a pass waits for the cluster to have at least one worker (workers
+        may still be starting) before raising :class:`SourceError`.
+
+    Notes
+    -----
+    Every :meth:`run_pass` counts one pass and builds one task graph: a fold
+    per partition, then a pairwise merge tree. :meth:`scan` (used by
+    prediction) brings the partitions to this process one at a time, in order.
+    """
+
+    data: object = None
+    client: object = None
+    scheduler: str | None = None
+    partitioning: str | None = "hive"
+    connect_timeout: float = CONNECT_TIMEOUT
+    worker_timeout: float = WORKER_TIMEOUT
+    _frame: object = field(default=None, init=False, repr=False)
+    _parquet: ParquetSource | None = field(default=None, init=False, repr=False)
+    _owns_client: bool = field(default=False, init=False, repr=False)
+    _lengths: list | None = field(default=None, init=False, repr=False)
+    _schema: pa.Schema | None = field(default=None, init=False, repr=False)
+
+    #: A pass runs where the rows live: sources derived from this one delegate to :meth:`fold`.
+    distributed = True
+
+    def __post_init__(self):
+        if self.client is not None and self.scheduler is not None:
+            raise SourceError("give DaskSource either client= or scheduler=, not both")
+        if is_dask_dataframe(self.data):
+            self._frame = self.data
+        elif isinstance(self.data, (str, bytes)) or hasattr(self.data, "__fspath__") or (
+                isinstance(self.data, (list, tuple)) and self.data):
+            self._parquet = ParquetSource(self.data, partitioning=self.partitioning)
+        elif is_dask_collection(self.data):
+            raise SourceError(f"DaskSource needs a Dask DataFrame with named columns, "
+                              f"got a {type(self.data).__name__}; convert it with .to_frame() or to_dask_dataframe()")
+        else:
+            raise SourceError(f"DaskSource needs a Dask DataFrame or a Parquet path, got {type(self.data).__name__}")
+        if self.scheduler is not None:
+            self.client = connect(self.scheduler, self.connect_timeout)
+            self._owns_client = True
+
+    # -- Source ------------------------------------------------------------------
+    @property
+    def schema(self) -> pa.Schema:
+        if self._schema is None:
+            self._schema = self._parquet.schema if self._parquet is not None else _frame_schema(self._frame)
+        return self._schema
+
+    @property
+    def description(self) -> str:
+        if self._parquet is not None:
+            return self._parquet.description
+        return f"a Dask DataFrame of {self._frame.npartitions} partitions"
+
+    @property
+    def npartitions(self) -> int:
+        return len(self._parquet.files) if self._parquet is not None else self._frame.npartitions
+
+    def partition_lengths(self) -> list[int]:
+        """Rows of each partition, in order; known from metadata, else counted once (one counted pass)."""
+        if self._lengths is None:
+            if self._parquet is not None:
+                self._lengths = self._parquet.fragment_rows()
+            else:
+                known = _known_lengths(self._frame)
+                if known is None:  # reading every partition is a pass over the data: count it
+                    self.n_passes += 1
+                    known = self._compute([_delayed(len)(p) for p in self._frame.to_delayed()])
+                self._lengths = [int(n) for n in known]
+        return self._lengths
+
+    def fold(self, task: PassTask, columns: Sequence[str], batch_size: int = 65536,
+             progress: Callable[[int], None] | None = None) -> Any:
+        """One partial state per partition, on the cluster, merged pairwise in partition order."""
+        columns = list(columns)
+        lengths = self.partition_lengths()
+        client = self._active_client()
+        local_progress = _locked(progress) if progress is not None and client is None and _in_process() else None
+        uid = uuid.uuid4().hex[:12]
+        task_node = _delayed(task, name=f"rainforest-task-{uid}", traverse=False)
+        reader, parts = self._partitions(columns, uid)
+        if len(parts) != len(lengths):
+            raise SourceError(f"{self.description} now has {len(parts)} partitions, {len(lengths)} when the "
+                              f"source was first passed over; make a new source for new data")
+        states, first = [], 0
+        for i, (part, n) in enumerate(zip(parts, lengths)):
+            states.append(_delayed(_fold_partition, pure=False)(
+                task_node, reader, part, columns, batch_size, first, n, local_progress,
+                dask_key_name=f"rainforest-fold-{uid}-{i}"))
+            first += n
+        if not states:
+            return task.new_state()
+        level = 0
+        while len(states) > 1:  # pairwise, by partition index: the same tree on every run
+            merged = [_delayed(_merge_pair, pure=False)(task_node, states[j], states[j + 1],
+                                                        dask_key_name=f"rainforest-merge-{uid}-{level}-{j // 2}")
+                      for j in range(0, len(states) - 1, 2)]
+            states = merged + ([states[-1]] if len(states) % 2 else [])
+            level += 1
+        state = self._compute([states[0]], client)[0]
+        if progress is not None and local_progress is None:
+            progress(first)  # a cluster reports the pass when it is done
+        return state
+
+    def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        """The rows in order, one partition at a time (brought to this process)."""
+        columns = list(columns)
+        if self._parquet is not None:  # the client sees the files: reading them here is cheapest
+            yield from self._parquet._batches(columns, batch_size)
+            return
+        reader, parts = self._partitions(columns, uuid.uuid4().hex[:12])
+        client = self._active_client()
+        for part in parts:
+            frame = self._compute([part], client)[0]
+            yield from reader(frame, columns, batch_size)
+
+    # -- partitions ---------------------------------------------------------------
+    def _partitions(self, columns: list, uid: str) -> tuple:
+        """``(reader, parts)``: ``reader(part, columns, batch_size)`` yields a partition's batches."""
+        if self._parquet is not None:
+            source = _delayed(self._parquet, name=f"rainforest-files-{uid}", traverse=False)
+            return _FileReader(), [(source, i) for i in range(len(self._parquet.files))]
+        wanted = list(dict.fromkeys(columns))
+        schema = pa.schema([self.schema.field(c) for c in wanted])
+        parts = self._frame[wanted].to_delayed()
+        if len(parts) != self._frame.npartitions:
+            # Dask fused small projected partitions into fewer: read whole partitions instead, so
+            # partition i stays the rows the lengths were taken from.
+            parts = self._frame.to_delayed()
+        return _FrameReader(schema), parts
+
+    # -- execution ----------------------------------------------------------------
+    def _active_client(self):
+        if self.client is not None:
+            return self.client
+        distributed = sys.modules.get("distributed")
+        if distributed is None:  # never imported: there cannot be a default client
+            return None
+        try:
+            return distributed.default_client()
+        except ValueError:
+            return None
+
+    def _compute(self, objs: list, client=None) -> list:
+        client = client if client is not None else self._active_client()
+        if client is None:
+            import dask
+
+            return list(dask.compute(*objs))
+        _wait_for_workers(client, self.worker_timeout)
+        futures = client.compute(objs)
+        try:
+            _wait_while_workers(client, futures, self.worker_timeout)
+            return client.gather(futures)  # a task's error (e.g. a DataError) is raised here as itself
+        finally:
+            client.cancel(futures)  # an interrupted pass leaves nothing running
+
+    def close(self) -> None:
+        """Close the connection this source opened (``scheduler=``); a given ``client`` is left open."""
+        if self._owns_client and self.client is not None:
+            self.client.close()
+            self.client = None
+            self._owns_client = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getstate__(self):
+        # A source travels (e.g. inside a pickled estimator) without its connection.
+        state = self.__dict__.copy()
+        state.update(client=None, _owns_client=False)
+        return state
+
+
+# -- what runs on the workers ---------------------------------------------------------
+def _fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, progress):
+    """Fold one partition's batches into a new state; ``first_row`` is its first row's global index."""
+    state = task.new_state()
+    row = first_row
+    for batch in reader(part, columns, batch_size):
+        if batch.num_rows == 0:
+            continue
+        state = task.update(state, batch, row)
+        row += batch.num_rows
+        if progress is not None:
+            progress(batch.num_rows)
+    if row - first_row != n_rows:  # the offsets of every later partition would be wrong
+        raise SourceError(f"a partition starting at row {first_row} has {row - first_row} rows, but "
+                          f"{n_rows} were counted before the pass: the data changed under the source")
+    return state
+
+
+def _merge_pair(task, a, b):
+    return task.merge(a, b)
+
+
+class _FileReader:
+    """Reads file ``i`` of a ParquetSource (``part = (source, i)``) exactly as ParquetSource does."""
+
+    def __call__(self, part, columns, batch_size):
+        source, index = part
+        return source.fragment_batches(index, columns, batch_size)
+
+
+@dataclass
+class _FrameReader:
+    """A pandas partition as Arrow batches with the source's column types."""
+
+    schema: pa.Schema
+
+    def __call__(self, frame, columns, batch_size):
+        try:
+            table = pa.Table.from_pandas(frame[self.schema.names], preserve_index=False)
+            if table.schema != self.schema:
+                table = table.cast(self.schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise SourceError(f"a partition of the Dask DataFrame does not convert to the columns' types "
+                              f"{self.schema}: {str(exc).strip().splitlines()[0]}") from None
+        return table.select(list(columns)).to_batches(max_chunksize=batch_size)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def connect(address: str, timeout: float = CONNECT_TIMEOUT):
+    """A ``distributed.Client`` of the scheduler at ``address``; a SourceError naming it if unreachable.
+
+    The address is probed first (one connection and handshake, bounded by ``timeout``), so
+    that a failed attempt leaves no half-started client behind.
+    """
+    if not isinstance(address, str) or not address:
+        raise SourceError(f"a Dask scheduler address must be a string such as 'tcp://host:8786', got {address!r}")
+    try:
+        _probe(address, timeout)
+        from distributed import Client
+
+        return Client(address, timeout=timeout, set_as_default=False)
+    except Exception as exc:  # refused, timed out, not a scheduler (any garbage in the handshake)
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise SourceError(f"cannot connect to the Dask scheduler at {address!r} within {timeout:g} s "
+                          f"(is 'dask scheduler' running there?): {reason}") from None
+
+
+def _probe(address: str, timeout: float) -> None:
+    """Open and close one comm to ``address``, in a thread of its own (the caller may run an event loop)."""
+    import asyncio
+
+    from distributed.comm import connect as open_comm
+
+    async def probe():
+        comm = await open_comm(address, timeout=timeout)
+        await comm.close()
+
+    failure: list = []
+
+    def run():
+        try:
+            asyncio.run(asyncio.wait_for(probe(), timeout + 1))
+        except BaseException as exc:  # handed to the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="rainforest-dask-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + 2)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer after {timeout:g} s")
+    if failure:
+        raise failure[0]
+
+
+def _wait_for_workers(client, timeout: float) -> None:
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (TimeoutError, OSError) as exc:
+        raise SourceError(f"the Dask scheduler at {client.scheduler.address!r} has no worker "
+                          f"(waited {timeout:g} s): {exc}") from None
+
+
+def _wait_while_workers(client, futures, timeout: float) -> None:
+    """Wait for ``futures``; a SourceError if the cluster has had no worker for ``timeout`` seconds.
+
+    Losing some workers is survived (their partitions are recomputed elsewhere); losing all of
+    them would otherwise wait forever for one to join.
+    """
+    pending = len(futures)
+    lock, done = threading.Lock(), threading.Event()
+
+    def one_done(_future):  # called on the client's event loop thread
+        nonlocal pending
+        with lock:
+            pending -= 1
+            if pending == 0:
+                done.set()
+
+    for f in futures:
+        f.add_done_callback(one_done)
+    alone_since = None
+    while not done.wait(1.0):
+        if client.scheduler_info(n_workers=-1)["workers"]:
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+        elif time.monotonic() - alone_since > timeout:
+            raise SourceError(f"the Dask cluster of the scheduler at {client.scheduler.address!r} lost all its "
+                              f"workers during a pass and none joined within {timeout:g} s (see the workers' "
+                              f"logs; a worker that cannot import rainforest dies on its first task)")
+
+
+def _delayed(obj, **kwargs):
+    from dask import delayed
+
+    return delayed(obj, **kwargs)
+
+
+def _in_process() -> bool:
+    """Whether Dask's local scheduler runs tasks in this process (threads), where a callback works."""
+    import dask
+
+    return dask.config.get("scheduler", "threads") in ("threads", "threading", "sync", "synchronous",
+                                                      "single-threaded")
+
+
+def _locked(progress: Callable[[int], None]) -> Callable[[int], None]:
+    lock = threading.Lock()
+
+    def report(n: int) -> None:
+        with lock:
+            progress(n)
+
+    return report
+
+
+def _known_lengths(frame) -> tuple | None:
+    """Partition lengths Dask knows without reading rows (Parquet statistics, in-memory pandas), else None."""
+    try:  # dask-expr's Lengths expression folds to a literal when the metadata has them
+        from dask.dataframe.dask_expr._expr import Lengths, Literal
+
+        expr = Lengths(frame.expr).optimize(fuse=False)
+        if isinstance(expr, Literal) and len(expr.value) == frame.npartitions:
+            return tuple(expr.value)
+    except Exception:  # a private API: without it the lengths are counted
+        return None
+    return None
+
+
+def _frame_schema(frame) -> pa.Schema:
+    """Arrow types of the DataFrame's columns, from its metadata (object columns from the first rows)."""
+    schema = pa.Schema.from_pandas(frame._meta, preserve_index=False)
+    if any(pa.types.is_null(f.type) for f in schema):
+        head = pa.Schema.from_pandas(frame.head(1000, npartitions=-1), preserve_index=False)
+        schema = pa.schema([head.field(f.name) if pa.types.is_null(f.type) else f for f in schema])
+    return schema

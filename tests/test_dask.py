@@ -1,0 +1,388 @@
+"""Dask sources: the tree of the Parquet source, on threads, a LocalCluster and real processes.
+
+The real cluster is a ``dask scheduler`` and ``dask worker`` processes on loopback, started
+by ``scripts/dask_cluster.py``; one of them is killed in the middle of a fit. The services
+of ``docker-compose.yml`` are run as local processes with their own commands.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+dask = pytest.importorskip("dask")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+from dask.callbacks import Callback  # noqa: E402
+
+from dask_faults import StallOnce  # noqa: E402
+from rainforest import AdaBoostClassifier, DecisionTreeClassifier, NaiveBayesClassifier, load  # noqa: E402
+from rainforest.cli import main as cli_main  # noqa: E402
+from rainforest.datasets import write_agrawal_parquet  # noqa: E402
+from rainforest.inputs import to_source  # noqa: E402
+from storage import DaskSource, ParquetSource, SourceError  # noqa: E402
+
+# dask's own Parquet reader calls a pandas method pandas deprecates; not ours to fix
+pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from dask_cluster import ClusterError, LoopbackCluster  # noqa: E402
+
+N_FILES = 6
+PARAMS = dict(max_depth=6, max_bins=64, binning_sample=5000)
+# The workers unpickle tasks defined in this folder (dask_faults) and in the repository.
+WORKER_ENV = {"PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+              "NUMBA_NUM_THREADS": "1"}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    path = tmp_path_factory.mktemp("dask") / "train"
+    write_agrawal_parquet(path, 30_000, function=7, n_files=N_FILES, seed=5)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def reference(data):
+    """The Parquet source's tree and pass count, per algorithm."""
+    out = {}
+    for algorithm in ("read", "hybrid"):
+        source = ParquetSource(data)
+        clf = DecisionTreeClassifier(algorithm=algorithm, **PARAMS).fit(source, target="class")
+        assert clf.n_passes_ == source.n_passes
+        out[algorithm] = (clf.tree_.to_json(), clf.n_passes_)
+    assert out["read"][1] == 1 + PARAMS["max_depth"]  # one pass per level: several distributed rounds
+    return out
+
+
+def _fit(X, algorithm="read"):
+    return DecisionTreeClassifier(algorithm=algorithm, **PARAMS).fit(X, target="class")
+
+
+def _start(cluster: LoopbackCluster) -> LoopbackCluster:
+    try:
+        cluster.start()
+    except (ClusterError, OSError) as exc:
+        print(f"cannot start dask scheduler/worker processes: {exc}")
+        pytest.skip(f"cannot start dask scheduler/worker processes: {exc}")
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A real ``dask scheduler`` and two ``dask worker`` processes (no nanny) on 127.0.0.1."""
+    c = _start(LoopbackCluster(n_workers=2, nthreads=1, env=WORKER_ENV))
+    yield c
+    c.stop()
+
+
+class _Tasks(Callback):
+    """Keys of the tasks Dask's local scheduler runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.keys = []
+
+    def _pretask(self, key, dsk, state):
+        self.keys.append(key)
+
+
+# -- one tree, however the passes run --------------------------------------------------------------
+@pytest.mark.parametrize("algorithm", ["read", "hybrid"])
+def test_threaded_scheduler_builds_the_parquet_tree(data, reference, algorithm):
+    tree = reference[algorithm][0]
+    # on a cluster RF-Hybrid keeps no rows in the client (only AVC-groups come back), so every
+    # level is counted there, in RF-Read's passes
+    passes = reference["read"][1]
+    ddf = dd.read_parquet(data)
+    assert ddf.npartitions == N_FILES
+    source = to_source(ddf)
+    assert isinstance(source, DaskSource)
+    with _Tasks() as ran:
+        clf = _fit(source, algorithm)
+    assert clf.tree_.to_json() == tree and clf.grow_stats_.kept_rows == 0
+    assert clf.n_passes_ == source.n_passes == passes  # lengths came from the footers: no extra pass
+    folds = [k for k in ran.keys if isinstance(k, str) and k.startswith("rainforest-fold-")]
+    assert len(folds) == passes * N_FILES  # every pass was one task per partition
+    assert _fit(DaskSource(data), algorithm).tree_.to_json() == tree  # a path: each file a partition
+    assert _fit(dd.read_parquet(data), algorithm).tree_.to_json() == tree  # a Dask DataFrame as such
+
+
+def test_partition_lengths_counted_when_dask_does_not_know_them(data, reference):
+    tree, passes = reference["read"]
+    ddf = dd.read_parquet(data).map_partitions(lambda df: df[df["age"] >= 0])  # lengths unknown to Dask
+    source = DaskSource(ddf)
+    clf = _fit(source)
+    assert clf.tree_.to_json() == tree
+    assert source.n_passes == passes + 1 and clf.n_passes_ == passes + 1  # counting rows read them: a pass
+    assert source.partition_lengths() == ParquetSource(data).fragment_rows()
+
+
+def test_local_cluster_builds_the_parquet_tree(data, reference):
+    tree, passes = reference["read"]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as lc, distributed.Client(lc) as client:
+        with distributed.get_task_stream(client) as stream:
+            clf = _fit(DaskSource(dd.read_parquet(data), client=client))
+        assert clf.tree_.to_json() == tree and clf.n_passes_ == passes
+        workers = {t["worker"] for t in stream.data if str(t["key"]).startswith("rainforest-fold-")}
+        assert len(workers) == 2
+        # the default client is used without being named
+        assert _fit(dd.read_parquet(data)).tree_.to_json() == tree
+
+
+def test_scheduler_and_worker_processes_build_the_parquet_tree(data, reference, cluster):
+    tree, passes = reference["read"]
+    with DaskSource(data, scheduler=cluster.address) as source:
+        clf = _fit(source)
+        assert clf.tree_.to_json() == tree
+        assert clf.n_passes_ == source.n_passes == passes
+        hybrid = _fit(source, "hybrid")  # no rows travel back from the workers: the same passes as RF-Read
+        assert hybrid.tree_.to_json() == reference["hybrid"][0] and hybrid.grow_stats_.kept_rows == 0
+    with distributed.Client(cluster.address, set_as_default=False) as client:
+        assert _fit(DaskSource(dd.read_parquet(data), client=client)).tree_.to_json() == tree
+        pids = set(client.run(os.getpid).values())
+    assert pids == {p.pid for p in cluster.workers}  # the work ran in the processes started here
+
+
+@pytest.mark.parametrize("kill_in_pass", [3])
+def test_a_worker_killed_in_the_middle_of_a_fit(data, reference, tmp_path, kill_in_pass):
+    tree, passes = reference["read"]
+    marker = tmp_path / "stalled.pid"
+    from_row = sum(ParquetSource(data).fragment_rows()[:N_FILES // 2])  # a partition in the middle
+
+    class StallingSource(DaskSource):
+        def fold(self, task, columns, batch_size=65536, progress=None):
+            if self.n_passes == kill_in_pass:
+                task = StallOnce(task, str(marker), from_row)
+            return super().fold(task, columns, batch_size, progress)
+
+    killed = {}
+    cluster = _start(LoopbackCluster(n_workers=2, nthreads=1, env=WORKER_ENV))
+    try:
+        def kill_the_stalled_worker():
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if marker.exists() and marker.read_text():
+                    pid = int(marker.read_text())
+                    index = [p.pid for p in cluster.workers].index(pid)  # one of ours, never another process
+                    killed["pid"] = cluster.kill_worker(index)
+                    killed["status"] = cluster.workers[index].returncode
+                    return
+                time.sleep(0.02)
+
+        killer = threading.Thread(target=kill_the_stalled_worker, daemon=True)
+        killer.start()
+        with StallingSource(data, scheduler=cluster.address) as source:
+            clf = _fit(source)
+            survivors = set(source.client.run(os.getpid).values())
+        killer.join(timeout=5)
+    finally:
+        cluster.stop()
+    assert killed.get("status") == -signal.SIGKILL  # a worker really died, stalled inside pass 3
+    assert len(survivors) == 1 and killed["pid"] not in survivors
+    assert clf.tree_.to_json() == tree
+    assert clf.n_passes_ == passes
+
+
+# -- other learners and prediction --------------------------------------------------------------------
+def test_naive_bayes_and_boosting_fit_on_a_dask_dataframe(data):
+    nb_local = NaiveBayesClassifier().fit(data, target="class")
+    nb_dask = NaiveBayesClassifier().fit(dd.read_parquet(data), target="class")
+    assert nb_dask.n_passes_ == nb_local.n_passes_ == 1
+    # Gaussian moments are merged per partition (the parallel formula), so equal to rounding
+    np.testing.assert_allclose(nb_dask.theta_, nb_local.theta_, rtol=1e-12)
+    np.testing.assert_allclose(nb_dask.var_, nb_local.var_, rtol=1e-12)
+
+    ab_local = AdaBoostClassifier(n_estimators=4).fit(data, target="class")
+    ab_dask = AdaBoostClassifier(n_estimators=4).fit(dd.read_parquet(data), target="class")
+    assert ab_dask.n_passes_ == ab_local.n_passes_
+    for a, b in zip(ab_local.estimators_, ab_dask.estimators_, strict=True):  # boosting weights are fractions:
+        assert np.array_equal(a.feature, b.feature) and np.array_equal(a.threshold, b.threshold)
+    np.testing.assert_allclose(ab_dask.estimator_weights_, ab_local.estimator_weights_, rtol=1e-9)
+    assert np.array_equal(ab_dask.predict(data), ab_local.predict(data))
+
+
+def test_predict_on_a_dask_dataframe_is_lazy(data, cluster):
+    clf = _fit(data)
+    ddf = dd.read_parquet(data)
+    with _Tasks() as ran:
+        pred, proba = clf.predict(ddf), clf.predict_proba(ddf)
+    assert ran.keys == []  # nothing read yet
+    assert isinstance(pred, dd.Series) and isinstance(proba, dask.array.Array)
+    assert pred.npartitions == N_FILES and proba.shape[1] == 2
+    frame = pq.read_table(data).to_pandas()
+    expected = clf.predict(frame)
+    assert np.array_equal(expected, clf.predict(data))
+    assert np.array_equal(pred.compute().to_numpy(), expected)
+    assert np.array_equal(proba.compute(), clf.predict_proba(frame))
+    assert list(ddf.assign(p=pred)["p"].compute()) == list(expected)  # aligned with the partitions
+    with distributed.Client(cluster.address, set_as_default=False) as client:  # computed by worker processes
+        assert np.array_equal(client.compute(pred).result().to_numpy(), expected)
+    nb = NaiveBayesClassifier().fit(data, target="class")
+    np.testing.assert_allclose(nb.predict_proba(ddf).compute(), nb.predict_proba(frame), rtol=1e-12)
+    with pytest.raises(ValueError, match="'age'"):  # checked at once, not at compute()
+        clf.predict(ddf.drop(columns=["age"]))
+
+
+# -- bad input ----------------------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_scheduler_is_a_clear_error_in_bounded_time(data, tmp_path, capsys):
+    address = f"tcp://127.0.0.1:{_free_port()}"  # nothing listens there
+    t0 = time.monotonic()
+    with pytest.raises(SourceError, match=f"Dask scheduler at '{address}'"):
+        DaskSource(data, scheduler=address, connect_timeout=1)
+    assert time.monotonic() - t0 < 15
+    model = tmp_path / "model.json"
+    t0 = time.monotonic()
+    status = cli_main(["train", data, "--target", "class", "--model", str(model), "--scheduler", address])
+    assert time.monotonic() - t0 < 25  # the default connect timeout is 10 s
+    err = capsys.readouterr().err
+    assert status == 2 and address in err and "cannot connect" in err
+    assert not model.exists()
+    with pytest.raises(SourceError, match="Dask DataFrame or a Parquet path"):
+        DaskSource(42)
+
+
+# -- docker-compose.yml ------------------------------------------------------------------------------------
+def _compose():
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def _local_command(command: list, port: int, data_dir: str, env: dict) -> list:
+    """A service's command for this machine: loopback addresses, a free port, the data volume in a folder."""
+    out = []
+    for i, arg in enumerate(command):
+        arg = os.path.expandvars(arg.replace("${AGRAWAL_ROWS:-1000000}", env["AGRAWAL_ROWS"]))
+        arg = arg.replace("tcp://scheduler:8786", f"tcp://127.0.0.1:{port}").replace("/data", data_dir)
+        prev = command[i - 1] if i else ""
+        if prev == "--host":
+            arg = "127.0.0.1"
+        elif prev == "--port":
+            arg = str(port)
+        elif prev == "--dashboard-address":
+            arg = "127.0.0.1:0"
+        elif arg.startswith("listen_addresses="):
+            arg = "listen_addresses=127.0.0.1"
+        out.append(arg)
+    exe = Path(sys.executable)
+    first = {"python": str(exe), "dask": str(exe.with_name("dask")), "rainforest": str(exe.with_name("rainforest"))}
+    return [first.get(out[0], out[0])] + out[1:]
+
+
+def test_docker_compose_services_do_their_jobs_as_local_processes(tmp_path):
+    compose = _compose()
+    services = compose["services"]
+    assert {"scheduler", "worker-1", "worker-2", "postgres", "job"} <= set(services)
+    volume = next(v.split(":")[0] for v in services["worker-1"]["volumes"] if v.endswith(":/data"))
+    for name in ("worker-1", "worker-2", "job", "data"):  # one data volume, at the same path everywhere
+        assert f"{volume}:/data" in services[name]["volumes"]
+    assert volume in compose["volumes"]
+    assert "tcp://scheduler:8786" in services["job"]["command"] and "--scheduler" in services["job"]["command"]
+    assert services["postgres"]["image"].startswith("postgres")
+
+    port, data_dir = _free_port(), str(tmp_path / "volume")
+    os.makedirs(data_dir)
+    # In the image rainforest is installed in site-packages; here it may be an editable install, which a
+    # worker's spill folder "storage" would shadow (see scripts/dask_cluster.py): the repository goes first.
+    env = {**os.environ, "AGRAWAL_ROWS": "20000", "PYTHONPATH": str(ROOT)}
+    procs = []
+
+    def service_env(name):
+        return {**env, **{k: str(v) for k, v in (services[name].get("environment") or {}).items()}}
+
+    def start(name):
+        log = open(tmp_path / f"{name}.log", "wb")
+        procs.append(subprocess.Popen(_local_command(services[name]["command"], port, data_dir, env), cwd=ROOT,
+                                      env=service_env(name), stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+        log.close()
+
+    try:
+        subprocess.run(_local_command(services["data"]["command"], port, data_dir, env), cwd=ROOT,
+                       env=service_env("data"), check=True, timeout=120, capture_output=True)
+        train = os.path.join(data_dir, "agrawal", "train")
+        assert len(os.listdir(train)) == 8
+        for name in ("scheduler", "worker-1", "worker-2"):
+            start(name)
+        with distributed.Client(f"tcp://127.0.0.1:{port}", timeout=30, set_as_default=False) as client:
+            client.wait_for_workers(2, timeout=60)
+        job = subprocess.run(_local_command(services["job"]["command"], port, data_dir, env), cwd=ROOT,
+                             env=service_env("job"), timeout=180, capture_output=True, text=True)
+        assert job.returncode == 0, job.stderr
+        assert "on the Dask cluster at" in job.stdout
+    finally:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+    model = load(os.path.join(data_dir, "model.json"))
+    local = DecisionTreeClassifier(max_depth=10).fit(train, target="class")
+    assert model.tree_.to_json() == local.tree_.to_json()
+
+
+def _as_postgres_user() -> list:
+    if os.geteuid() != 0:
+        return []
+    runuser = shutil.which("runuser")
+    if runuser is None:
+        pytest.skip("running as root without runuser: PostgreSQL refuses to run as root")
+    return [runuser, "-u", "postgres", "--"]
+
+
+def test_docker_compose_postgres_command_serves_sql(tmp_path):
+    service = _compose()["services"]["postgres"]
+    binaries = {b: shutil.which(b) for b in ("initdb", "postgres", "psql", "pg_isready")}
+    if not all(binaries.values()):
+        pytest.skip(f"PostgreSQL is not installed here (missing {[b for b, p in binaries.items() if not p]})")
+    env = service["environment"]
+    as_pg = _as_postgres_user()
+    pgdata = Path(tempfile.mkdtemp(prefix="rf-pg-"))
+    if as_pg:
+        shutil.chown(pgdata, "postgres", "postgres")
+    port = _free_port()
+    proc = None
+    try:
+        subprocess.run(as_pg + [binaries["initdb"], "-D", str(pgdata / "db"), "-U", env["POSTGRES_USER"],
+                                "--auth=trust"], check=True, capture_output=True, timeout=120)
+        command = _local_command(service["command"], port, "", {"AGRAWAL_ROWS": ""})
+        assert command[0] == "postgres"
+        proc = subprocess.Popen(as_pg + [binaries["postgres"]] + command[1:] + [
+            "-D", str(pgdata / "db"), "-p", str(port), "-k", str(pgdata)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while subprocess.run([binaries["pg_isready"], "-h", "127.0.0.1", "-p", str(port)],
+                             capture_output=True).returncode != 0:
+            assert proc.poll() is None and time.monotonic() < deadline, "postgres did not start"
+            time.sleep(0.2)
+        sql = [binaries["psql"], "-h", "127.0.0.1", "-p", str(port), "-U", env["POSTGRES_USER"], "-tA"]
+        subprocess.run(sql + ["-d", "postgres", "-c", f"create database {env['POSTGRES_DB']}"], check=True,
+                       capture_output=True)
+        out = subprocess.run(sql + ["-d", env["POSTGRES_DB"], "-c", "select 6 * 7"], check=True,
+                             capture_output=True, text=True)
+        assert out.stdout.strip() == "42"
+    finally:
+        if proc is not None:
+            os.killpg(proc.pid, signal.SIGINT)  # PostgreSQL's "fast" shutdown
+            proc.wait(timeout=30)
+        shutil.rmtree(pgdata, ignore_errors=True)

@@ -1,0 +1,108 @@
+"""RF-Read, RF-Vertical, RF-Write and RF-Hybrid: the same tree, fewer passes, no spill left behind."""
+import os
+
+import pytest
+
+from rainforest import DecisionTreeClassifier
+from rainforest import spill as spill_module
+from rainforest.datasets import agrawal_table
+from rainforest.grow import PassMeter
+
+
+@pytest.fixture(scope="module")
+def table():
+    return agrawal_table(20_000, function=2, seed=5)
+
+
+# Budgets that make each algorithm do its own thing on 20,000 rows (9 attributes):
+# binned, one node's AVC-group takes 6.2 KB; exact, 1.2 MB (salary, hvalue and loan are continuous).
+# Half of the budget holds AVC-groups, a quarter rows kept in memory (17 bytes each, encoded).
+CASES = {
+    "binned": dict(max_bins=64, max_depth=9, roomy="64MB", vertical="8KB", tight="200KB", hybrid="2MB"),
+    "exact": dict(max_bins=None, max_depth=6, roomy="64MB", vertical="1200KB", tight="1200KB", hybrid="3MB"),
+}
+
+
+@pytest.mark.parametrize("mode", ["binned", "exact"])
+def test_every_algorithm_builds_the_identical_tree(table, tmp_path, mode):
+    case = CASES[mode]
+    params = dict(max_bins=case["max_bins"], max_depth=case["max_depth"], spill_dir=str(tmp_path))
+
+    def fit(algorithm, budget, **more):
+        return DecisionTreeClassifier(algorithm=algorithm, memory_budget=budget, **params, **more).fit(
+            table, target="class")
+
+    read = fit("read", case["roomy"])
+    vertical = fit("vertical", case["vertical"])
+    write = fit("write", case["tight"])
+    hybrid = fit("hybrid", case["hybrid"])
+    hybrid_two_threads = fit("hybrid", case["hybrid"], n_jobs=2)
+    hybrid_one_thread = fit("hybrid", case["hybrid"], n_jobs=1)
+    want = read.tree_.to_json()
+    assert read.get_depth() == case["max_depth"] and read.tree_.node_count > 50
+    for other in (vertical, write, hybrid, hybrid_two_threads, hybrid_one_thread):
+        assert other.tree_.to_json() == want
+    # each one really took its own road
+    assert read.grow_stats_.attribute_groups == 1 and read.grow_stats_.spill_reads == 0
+    assert vertical.grow_stats_.attribute_groups > 1 and vertical.grow_stats_.spill_reads == 0
+    assert write.grow_stats_.spill_reads > 0 and write.grow_stats_.spill_bytes > 0
+    assert write.grow_stats_.kept_rows == 0
+    assert hybrid.grow_stats_.kept_rows > 0
+    # RF-Write reads the data at most once per level, RF-Read several times on its tightest levels
+    tight_read = fit("read" if mode == "binned" else "vertical", case["tight"])
+    assert tight_read.tree_.to_json() == want
+    assert max(tight_read.n_passes_per_level_) > 1 and max(write.n_passes_per_level_) == 1
+    assert write.n_passes_ < tight_read.n_passes_
+    assert os.listdir(tmp_path) == []  # every spill folder removed after its fit
+
+
+def test_read_takes_one_pass_per_level_when_the_budget_holds_a_level(table):
+    clf = DecisionTreeClassifier(algorithm="read", max_bins=64, max_depth=12, memory_budget="1GB")
+    clf.fit(table, target="class")
+    assert clf.get_depth() == 12
+    assert clf.n_passes_per_level_ == [1] * 12 and clf.n_passes_ == 13  # 12 levels, plus profiling
+
+
+def test_hybrid_takes_strictly_fewer_passes_when_deep_nodes_fit(table):
+    # a quarter of 600 KB holds about 8,800 of the 20,000 encoded rows: once every node still
+    # growing fits, its rows are pulled into memory and later levels cost no pass (before that,
+    # levels needing several reads spill)
+    params = dict(max_bins=64, max_depth=12, memory_budget="600KB")
+    read = DecisionTreeClassifier(algorithm="read", **params).fit(table, target="class")
+    hybrid = DecisionTreeClassifier(algorithm="hybrid", **params).fit(table, target="class")
+    assert hybrid.tree_.to_json() == read.tree_.to_json()
+    assert 0 < hybrid.grow_stats_.kept_rows < 20_000 and hybrid.grow_stats_.spill_reads > 0
+    assert 2 < hybrid.n_passes_ < read.n_passes_
+    assert hybrid.n_passes_per_level_[-1] == 0
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+@pytest.mark.parametrize("phase", ["read", "commit"])
+def test_spill_folder_is_removed_when_a_fit_fails(table, tmp_path, monkeypatch, error, phase):
+    seen = []
+    original = getattr(spill_module.Spill, phase)
+
+    def failing(self, *args, **kwargs):
+        seen.append(sorted(os.listdir(self.root)))  # the folder exists, written or being written
+        if phase == "read":
+            raise error("stopped while reading the spill")
+        original(self, *args, **kwargs)
+        raise error("stopped after writing the spill")
+
+    monkeypatch.setattr(spill_module.Spill, phase, failing)
+    clf = DecisionTreeClassifier(algorithm="write", max_bins=64, max_depth=7, memory_budget="200KB",
+                                 spill_dir=str(tmp_path))
+    with pytest.raises(error, match="stopped"):
+        clf.fit(table, target="class")
+    assert seen and seen[0], "the fit failed before writing its spill folder"
+    assert os.listdir(tmp_path) == []
+
+
+def test_progress_bar_counts_rows_of_the_pass():
+    meter = PassMeter("level 3, pass 4 over the data", verbose=1, total=200)
+    meter(50)
+    bar = meter.bar()
+    assert bar.startswith("level 3, pass 4 over the data [")
+    assert "25%" in bar and "50/200 rows" in bar and bar.count("#") == 6
+    meter(150)
+    assert "100%" in meter.bar() and "#" * PassMeter.WIDTH in meter.bar()
