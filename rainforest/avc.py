@@ -113,8 +113,8 @@ class AvcPass:
     """A :class:`storage.PassTask` building the AVC-groups of ``n_nodes`` frontier nodes of a
     growing tree, over the attributes ``attrs``.
 
-    ``routing`` is ``(feature, first_child, slot_branch, branch_offset)`` of the tree so far (see
-    :func:`rainforest.rows.descend`); ``node_pos`` maps a tree node to its index in the pass, or -1.
+    ``routing`` holds the arrays of the tree so far that :func:`rainforest.rows.descend` routes
+    with; ``node_pos`` maps a tree node to its index in the pass, or -1.
     With ``keep`` (a flag per tree node) the rows reaching flagged nodes are kept too, into
     ``keep_into`` (a :class:`rainforest.rows.KeptRows`; local sources only, like ``spill``).
     ``spill`` (RF-Write), when set, receives every counted block of rows.
@@ -162,13 +162,17 @@ class AvcPass:
         return a
 
 
-ROOT_ROUTING = (np.array([-2], np.int32), np.array([-1], np.int32), np.zeros(1, np.int32), np.array([-1], np.int32))
+def root_routing(schema: Schema) -> tuple:
+    """:func:`rainforest.rows.descend`'s arrays for a tree that is only its root."""
+    return (np.array([-2], np.int32), np.array([-1], np.int32), np.zeros(1, np.int32), np.array([-1], np.int32),
+            np.array([-1], np.int64), np.array([-1], np.int32),
+            np.array([a.n_slots for a in schema.attributes], np.int64))
 
 
 def root_avc(source, schema: Schema, batch_size: int = 65536) -> np.ndarray:
     """One pass counting the root's AVC-group (a last row-count channel when rows are weighted)."""
     weighted = schema.weight is not None
     columns = schema.names + [schema.label.name] + ([schema.weight] if weighted else [])
-    task = AvcPass(schema, ROOT_ROUTING, np.zeros(1, np.int32), 1, len(schema.label.classes) + weighted, None,
+    task = AvcPass(schema, root_routing(schema), np.zeros(1, np.int32), 1, len(schema.label.classes) + weighted, None,
                    weighted, np.arange(len(schema.attributes)))
     return source.run_pass(task, columns, batch_size).counts[0]

@@ -58,8 +58,9 @@ class _Nodes:
     missing_branch: list = field(default_factory=list)
     cat_offset: list = field(default_factory=list)
     cat_branch: list = field(default_factory=list)
-    branch_offset: list = field(default_factory=list)  # of each split node's slot -> child table
+    branch_offset: list = field(default_factory=list)  # of each categorical split's slot -> child table
     slot_branch: list = field(default_factory=list)
+    slot_cut: list = field(default_factory=list)  # numeric splits: the last slot going to the first child
     value: list = field(default_factory=list)
     n_node_samples: list = field(default_factory=list)
     impurity: list = field(default_factory=list)
@@ -73,16 +74,18 @@ class _Nodes:
         self.missing_branch.append(-1)
         self.cat_offset.append(-1)
         self.branch_offset.append(-1)
+        self.slot_cut.append(-1)
         self.value.append(value)
         self.n_node_samples.append(n)
         self.impurity.append(imp)
         self.depth.append(depth)
         return len(self.feature) - 1
 
-    def slot_routing(self) -> tuple:
+    def slot_routing(self, n_slots: np.ndarray) -> tuple:
         """The arrays :func:`rainforest.rows.descend` routes encoded rows with."""
         return (np.asarray(self.feature, np.int32), np.asarray(self.first_child, np.int32),
-                np.asarray(self.slot_branch, np.int32), np.asarray(self.branch_offset, np.int32))
+                np.asarray(self.slot_branch, np.int32), np.asarray(self.branch_offset, np.int32),
+                np.asarray(self.slot_cut, np.int64), np.asarray(self.missing_branch, np.int32), n_slots)
 
     def to_tree(self, schema: Schema, criterion: str, n_classes: int) -> Tree:
         value = np.asarray(self.value, np.float64).reshape(-1, n_classes)
@@ -177,6 +180,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
     n_channels = n_classes + (1 if weighted else 0)
     offsets = schema.slot_offsets()
     n_attr = len(schema.attributes)
+    n_slots = np.array([a.n_slots for a in schema.attributes], np.int64)
     avc_budget = budget_bytes // 2
     groups = attribute_groups(schema, n_channels, avc_budget, params.vertical)
     group_bytes = max(_group_bytes(offsets, g, n_channels) for g in groups)
@@ -220,7 +224,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
         # read also writes them, partitioned by the chunk that counts them, for the other reads.
         reads = sum(1 for c in chunks if any(n not in in_memory for g in c for n in g if n not in derived))
         write = params.write and local and not pull and reads * len(groups) > 1
-        routing = nodes.slot_routing()
+        routing = nodes.slot_routing(n_slots)
         stop = False
         for ci, chunk_groups in enumerate(chunks):
             members = [n for g in chunk_groups for n in g]
@@ -293,6 +297,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                         break
                 _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, crit, params,
                              min_weight_leaf, best, keep_avc=subtract)
+                del avc  # before the next group's counts: one group's AVC-groups at a time
             if stop:
                 break
             for node in chunk:
@@ -336,7 +341,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
         stats.passes_per_level.append(passes_this_level)
         if supply.kept is not None:  # move kept rows to the new frontier; drop those no node counts any more
             rows = supply.kept.block()
-            descend(rows.S, rows.node, *nodes.slot_routing())
+            descend(rows.S, rows.node, *nodes.slot_routing(n_slots))
             alive = np.zeros(len(nodes.feature), bool)
             alive[list(set(next_frontier).union(*(sibs for _, sibs in next_derived.values())))] = True
             supply.kept.release(alive)
@@ -474,20 +479,22 @@ def _pre_leaf(nodes: _Nodes, i: int, p: GrowParams, max_depth, min_weight_leaf) 
 def _split(nodes: _Nodes, node: int, attribute, a: int, br: np.ndarray, nb: int, left_slot: int,
            right_slot: int, inf_thr: bool, majority: int) -> None:
     m = attribute.n_slots
-    nodes.branch_offset[node] = len(nodes.slot_branch)
-    nodes.slot_branch.extend(int(b) for b in br)
     nodes.feature[node] = a
     nodes.n_children[node] = nb
     nodes.missing_branch[node] = int(br[m])
     if attribute.kind == CATEGORICAL:
+        nodes.branch_offset[node] = len(nodes.slot_branch)
+        nodes.slot_branch.extend(int(b) for b in br)
         nodes.threshold[node] = np.nan
         nodes.cat_offset[node] = len(nodes.cat_branch)
         nodes.cat_branch.extend(int(b) for b in br[:m])
         nodes.cat_branch.append(majority)  # categories unseen in training
     elif inf_thr:
         nodes.threshold[node] = np.inf
+        nodes.slot_cut[node] = m  # every present value goes to the first child
     else:  # between the last slot going left and the first going right: the same partition by value
         nodes.threshold[node] = attribute.threshold(int(left_slot), int(right_slot))
+        nodes.slot_cut[node] = int(left_slot)
 
 
 class PassMeter:

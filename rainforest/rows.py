@@ -64,16 +64,26 @@ def to_slots(X, kinds, n_slots, cuts, cut_offsets, lut_lo, lut_scale, lut, lut_o
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def descend(S, node, feature, first_child, slot_branch, branch_offset):
+def descend(S, node, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots):
     """Move each row from ``node[i]`` down to the leaf (or frontier node) its slots lead to.
 
-    ``slot_branch[branch_offset[k] + s]`` is the child of split node ``k`` taken by slot ``s`` of
-    its attribute: the partition the split search chose, so rows go exactly where they were
-    counted."""
+    A categorical split routes by its table ``slot_branch[branch_offset[k] + s]``; a numeric one
+    sends slots up to ``slot_cut[k]`` to its first child and the rest to its second, and the
+    missing slot ``n_slots[a]`` to ``missing_branch[k]``.  That is the partition the split search
+    counted (slots holding no row of the node may go either way), so rows go exactly where they
+    were counted, and exact mode needs no table as long as the attribute's distinct values."""
     for i in numba.prange(node.shape[0]):
         k = node[i]
         while first_child[k] >= 0:
-            k = first_child[k] + slot_branch[branch_offset[k] + S[i, feature[k]]]
+            f = feature[k]
+            s = S[i, f]
+            if branch_offset[k] >= 0:
+                b = slot_branch[branch_offset[k] + s]
+            elif s == n_slots[f]:
+                b = missing_branch[k]
+            else:
+                b = 0 if s <= slot_cut[k] else 1
+            k = first_child[k] + b
         node[i] = k
 
 
