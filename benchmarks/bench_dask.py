@@ -241,14 +241,14 @@ def write_markdown(path: Path, rows, info) -> None:
         "same algorithm.",
         "- *task KB/pass*: the pickled `PassTask` (the tree so far, routing arrays, the schema) that each pass "
         "sends out, once, as a literal of its task graph. *state KB/pass*: the pickled state that comes back "
-        "(AVC-groups; with RF-Hybrid also the encoded rows it keeps). *loopback MB/pass*: bytes sent on the "
+        "(AVC-groups). *loopback MB/pass*: bytes sent on the "
         "loopback interface during the pass by every process of the machine (client, scheduler, workers; "
         "partial states moving between workers for the merge tree; heartbeats), an upper bound on the traffic a "
         "networked cluster would carry. *rows MB/pass*: the decoded size of the rows a pass reads "
         "(rows x Arrow widths of the columns), what shipping the data would cost.",
         "- `read` is RF-Read: one pass over the data per level, every pass on the cluster. `hybrid` (the "
-        "default) keeps the encoded rows of nodes whose subtrees fit a quarter of the budget: on a cluster those "
-        "rows travel back to the client in that pass (data-sized), and the rest of the tree grows in the client.",
+        "default) keeps the encoded rows of nodes whose subtrees fit a quarter of the budget, in a single "
+        "process; on a cluster it keeps none (only AVC-groups come back), so it makes RF-Read's passes there.",
         "- Workers run one thread each (`--nthreads 1`, `NUMBA_NUM_THREADS=1`); the client fits with "
         "`n_jobs=1`. `parquet-1t` is the single-process fit on one thread, `parquet` on all cores.",
         "- *same tree*: the tree's JSON (node for node, counts included) equals the `parquet` contender's.",
