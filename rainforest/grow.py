@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from .avc import AvcPass
@@ -233,17 +234,21 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
             # frontier order (node ids grow with it) keeps the breadth-first numbering; siblings that
             # are leaves were only counted for the subtraction
             chunk = sorted(n for n in members if n in in_frontier)
+            # one AVC array for the chunk: its frontier nodes first (what is searched), then the leaf
+            # siblings counted only for subtraction; passes count into it, derived rows are filled in
+            index_of = {n: i for i, n in enumerate(chunk + [n for n in members if n not in in_frontier])}
             best: dict[int, tuple] = {}
             for attrs in groups:
                 lead = lead_of(attrs, offsets)
-                block_of = {}
+                avc_all = None
                 parts = {flag: [n for n in build if (n in in_memory) == flag] for flag in (False, True)}
                 for from_memory, part in parts.items():  # split first: nodes pulled by this pass are counted once
                     if not part:
                         continue
                     node_pos = np.full(len(nodes.feature), -1, np.int32)
-                    node_pos[part] = np.arange(len(part))
-                    task = AvcPass(schema, routing, node_pos, len(part), n_channels, class_weight, weighted, attrs)
+                    node_pos[part] = [index_of[n] for n in part]
+                    task = AvcPass(schema, routing, node_pos, len(index_of), n_channels, class_weight, weighted,
+                                   attrs)
                     if pull and not from_memory:
                         task.keep = np.zeros(len(nodes.feature), bool)
                         task.keep[pull] = True
@@ -263,7 +268,10 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                     # a pass that keeps rows must read those of every pulled node, not only the counted ones
                     state, from_data = supply.count(task, label, from_memory, part + list(pull), level)
                     passes_this_level += from_data
-                    block_of.update((n, state.counts[i]) for i, n in enumerate(part))
+                    if avc_all is None:
+                        avc_all = state.counts
+                    else:  # the other part's rows are exact zeros here
+                        avc_all += state.counts
                     if task.keep is not None:
                         stats.kept_rows = supply.kept.size
                         in_memory.update(pull)
@@ -275,12 +283,12 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                     del state
                 for d in chunk_derived:
                     parent, siblings = derived[d]
-                    block = parent_avc.pop(parent)
+                    row = avc_all[index_of[d]]
+                    row[...] = parent_avc.pop(parent)
                     for sib in siblings:
-                        block -= block_of[sib]
-                    block_of[d] = block
-                avc = np.stack([block_of[n] for n in chunk])
-                del block_of
+                        row -= avc_all[index_of[sib]]
+                avc = avc_all[:len(chunk)]
+                del avc_all
                 if not root_done:
                     lo = int(np.sum(offsets[attrs[:lead] + 1] - offsets[attrs[:lead]]))
                     lead_slots = int(offsets[attrs[lead] + 1] - offsets[attrs[lead]])
@@ -296,7 +304,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                         stop = True
                         break
                 _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, crit, params,
-                             min_weight_leaf, best, keep_avc=subtract)
+                             min_weight_leaf, best, keep_avc=subtract, copy=len(groups) > 1)
                 del avc  # before the next group's counts: one group's AVC-groups at a time
             if stop:
                 break
@@ -304,8 +312,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                 if node not in best:
                     continue
                 score, a, ls, rs, inf, nb, br, block, full = best[node]
-                child_counts = np.zeros((nb, n_channels))
-                np.add.at(child_counts, br, block)
+                child_counts = branch_totals(block, br, nb)
                 child_value = child_counts[:, :n_classes]
                 child_n = child_counts[:, n_classes] if weighted else child_value.sum(axis=1)
                 child_w = child_value.sum(axis=1)
@@ -353,11 +360,23 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
     return nodes.to_tree(schema, params.criterion, n_classes), stats
 
 
+@numba.njit(cache=True, nogil=True)
+def branch_totals(block, br, nb):
+    """Each branch's counts: the counts of the slots going to it, summed in slot order."""
+    out = np.zeros((nb, block.shape[1]))
+    for s in range(block.shape[0]):
+        for c in range(block.shape[1]):
+            out[br[s], c] += block[s, c]
+    return out
+
+
 def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, crit, params, min_weight_leaf,
-                 best, keep_avc):
+                 best, keep_avc, copy):
     """Search the splits of ``chunk``'s nodes over the attribute group ``attrs`` and keep, per node in
     ``best``, the better of it and the groups searched before: the higher score, the lower attribute
-    index on a tie, as one search over all attributes in order would choose."""
+    index on a tie, as one search over all attributes in order would choose.  ``best`` holds views of
+    ``avc`` unless ``copy`` (RF-Vertical: a group's AVC-groups are released before the next one's)."""
+    keep = np.copy if copy else (lambda a: a)
     group_offsets = np.concatenate([[0], np.cumsum(offsets[attrs + 1] - offsets[attrs])])
     k_nodes = len(chunk)
     attr = np.empty(k_nodes, np.int64)
@@ -380,7 +399,8 @@ def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, 
                 continue
         lo, hi = group_offsets[j], group_offsets[j + 1]
         best[node] = (score[k], int(attrs[j]), int(left_slot[k]), int(right_slot[k]), bool(inf_thr[k]),
-                      int(n_branches[k]), branches[k, :hi - lo].copy(), avc[k, lo:hi].copy(), avc[k].copy() if keep_avc else None)
+                      int(n_branches[k]), keep(branches[k, :hi - lo]), keep(avc[k, lo:hi]),
+                      avc[k] if keep_avc else None)
 
 
 def _group_bytes(offsets: np.ndarray, attrs: np.ndarray, n_channels: int) -> int:
