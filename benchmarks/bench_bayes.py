@@ -293,21 +293,10 @@ def draw_plot(axes, rows, info) -> str:
 
 
 def _parse_rows(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        part = part.strip().replace("_", "")
-        if not part:
-            continue
-        try:
-            n = int(float(part)) if "e" in part.lower() else int(part)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a row count: {part!r}")
-        if n < 1:
-            raise argparse.ArgumentTypeError(f"row counts must be >= 1, got {n}")
-        out.append(n)
-    if not out:
+    rows = sorted(set(harness.parse_ints(text, "row count", 1)))
+    if not rows:
         raise argparse.ArgumentTypeError("give at least one row count")
-    return sorted(set(out))
+    return rows
 
 
 def main(argv=None) -> int:

@@ -362,24 +362,13 @@ def run_child(name: str, child_args, time_limit: float, setup_timeout: float) ->
         row["peak_rss_source"] = "sum of the VmHWM last seen of each process in the child's session"
     else:
         row["peak_rss_source"] = "VmHWM of the child"
-    tail = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
-    reason = tail[-1][:200] if tail else ""
     if killed:
         row["status"] = killed
         row.update({"fit_seconds": None, "test_accuracy": None})
         if killed.startswith("over time limit"):
             row["passes"] = None
-    elif os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            signame = signal.Signals(sig).name
-        except ValueError:
-            signame = str(sig)
-        hint = " (out of memory?)" if sig == signal.SIGKILL else ""
-        row["status"] = f"failed: killed by {signame}{hint}" + (f": {reason}" if reason else "")
-    elif os.WEXITSTATUS(status) != 0 and not str(row.get("status", "")).startswith("failed"):
-        row["status"] = f"failed: exit code {os.WEXITSTATUS(status)}" + (f": {reason}" if reason else "")
-    row.setdefault("status", "ok")
+    else:
+        harness.set_exit_status(row, status, stderr)
     if row["status"] == "ok" and row.get("fit_seconds") is not None and row["fit_seconds"] > time_limit:
         row["status"] = f"over time limit: fit took {row['fit_seconds']:.0f} s > {time_limit:.0f} s"
     if row["status"] != "ok":
@@ -735,34 +724,16 @@ def _files_for(n: int, files) -> int:
     return min(n, files if files else max(20, math.ceil(n / 10_000_000)))
 
 
-def _parse_ints(text: str, what: str, lo: int, hi=None) -> list:
-    out = []
-    for part in text.split(","):
-        part = part.strip().replace("_", "")
-        if not part:
-            continue
-        try:
-            v = int(float(part)) if "e" in part.lower() else int(part)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a {what}: {part!r}")
-        if v < lo or (hi is not None and v > hi):
-            raise argparse.ArgumentTypeError(f"{what} out of range: {v}")
-        out.append(v)
-    if not out:
-        raise argparse.ArgumentTypeError(f"give at least one {what}")
-    return sorted(set(out))
-
-
 # ---------------------------------------------------------------------------
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
-    p.add_argument("--rows", type=lambda s: _parse_ints(s, "row count", 1),
+    p.add_argument("--rows", type=lambda s: harness.parse_ints(s, "row count", 1),
                    default=[1_000_000, 10_000_000, 100_000_000],
                    help="comma-separated training sizes (default 1000000,10000000,100000000)")
-    p.add_argument("--functions", type=lambda s: _parse_ints(s, "Agrawal function", 1, 10), default=[1, 6, 7],
+    p.add_argument("--functions", type=lambda s: harness.parse_ints(s, "Agrawal function", 1, 10), default=[1, 6, 7],
                    help="comma-separated Agrawal functions (default 1,6,7)")
     p.add_argument("--depth", type=int, default=10, help="maximum tree depth (default 10)")
     p.add_argument("--files", type=int, default=None,

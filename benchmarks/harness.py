@@ -318,12 +318,28 @@ def run_contender(script, name: str, child_args, timeout: float, time_key: str) 
     if row.get("peak_rss_mb") is None:
         # No report from the child (killed): its rusage from wait4 is the best we have.
         row["peak_rss_mb"] = row["child_ru_maxrss_mb"]
-    tail = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
-    reason = tail[-1][:200] if tail else ""
     if timed_out:
         row["status"] = "timeout"
         row.update({time_key: None, "passes": None, "test_accuracy": None})  # a late report is not a result
-    elif os.WIFSIGNALED(status):
+    else:
+        set_exit_status(row, status, stderr)
+    if row["status"] != "ok":
+        tail = "\n".join(stderr.strip().splitlines()[-15:])
+        if tail:
+            print(f"  [{name} stderr]\n" + "\n".join("    " + ln for ln in tail.splitlines()), flush=True)
+    return row
+
+
+# ---------------------------------------------------------------------------
+# report
+
+
+def set_exit_status(row: dict, status: int, stderr: str) -> None:
+    """``row["status"]`` from a child's wait status: killed by a signal, a non-zero exit (with the last
+    line of stderr), or ``ok`` (a status the child reported itself is kept)."""
+    tail = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    reason = tail[-1][:200] if tail else ""
+    if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
             signame = signal.Signals(sig).name
@@ -334,15 +350,23 @@ def run_contender(script, name: str, child_args, timeout: float, time_key: str) 
     elif os.WEXITSTATUS(status) != 0 and not str(row.get("status", "")).startswith("failed"):
         row["status"] = f"failed: exit code {os.WEXITSTATUS(status)}" + (f": {reason}" if reason else "")
     row.setdefault("status", "ok")
-    if row["status"] != "ok":
-        tail = "\n".join(stderr.strip().splitlines()[-15:])
-        if tail:
-            print(f"  [{name} stderr]\n" + "\n".join("    " + ln for ln in tail.splitlines()), flush=True)
-    return row
 
 
-# ---------------------------------------------------------------------------
-# report
+def parse_ints(text: str, what: str, lo: int, hi=None) -> list:
+    """Comma-separated integers (``1_000_000`` and ``1e6`` allowed) within ``[lo, hi]``, for argparse."""
+    out = []
+    for part in text.split(","):
+        part = part.strip().replace("_", "")
+        if not part:
+            continue
+        try:
+            v = int(float(part)) if "e" in part.lower() else int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a {what}: {part!r}")
+        if v < lo or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(f"{what} out of range: {v}")
+        out.append(v)
+    return out
 
 
 def fmt(x, spec):
