@@ -227,7 +227,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
         write = params.write and local and not pull and reads * len(groups) > 1
         routing = nodes.slot_routing(n_slots)
         stop = False
-        for ci, chunk_groups in enumerate(chunks):
+        for chunk_groups in chunks:
             members = [n for g in chunk_groups for n in g]
             chunk_derived = [g[-1] for g in chunk_groups if g[-1] in derived]
             build = [n for n in members if n not in derived]
