@@ -54,21 +54,6 @@ def _folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.glob("*.parquet"))
 
 
-def _warm_page_cache(folder: Path) -> float:
-    """Read every Parquet file once (plain ``read``), so each contender starts from the same warm OS cache.
-
-    Page-cache pages are not counted in this process's resident set.
-    """
-    t0 = time.perf_counter()
-    buf = bytearray(8 << 20)
-    view = memoryview(buf)
-    for p in sorted(folder.glob("*.parquet")):
-        with open(p, "rb", buffering=0) as f:
-            while f.readinto(view):
-                pass
-    return time.perf_counter() - t0
-
-
 # ---------------------------------------------------------------------------
 # contenders (each runs in its own child process)
 
@@ -331,7 +316,7 @@ def main(argv=None) -> int:
         data.append({"rows": n, "train": harness.shown(train), "test": harness.shown(test),
                      "train_bytes": size, "reused": reused})
         for name in contenders:
-            cache = _warm_page_cache(train)
+            cache = harness.warm_page_cache(train)
             print(f"running {name} on {n:,} rows (page cache warmed in {cache:.1f} s) ...", flush=True)
             child_args = ["--train", str(train), "--test", str(test), "--function", str(args.function)]
             row = harness.run_contender(__file__, name, child_args, args.timeout, "seconds")

@@ -708,17 +708,6 @@ def _folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.glob("*.parquet"))
 
 
-def _warm_page_cache(folder: Path) -> float:
-    t0 = time.perf_counter()
-    buf = bytearray(8 << 20)
-    view = memoryview(buf)
-    for p in sorted(folder.glob("*.parquet")):
-        with open(p, "rb", buffering=0) as f:
-            while f.readinto(view):
-                pass
-    return time.perf_counter() - t0
-
-
 def _files_for(n: int, files) -> int:
     """``--files``, or 20 files up to 200M rows and one file per 10M rows beyond."""
     return min(n, files if files else max(20, math.ceil(n / 10_000_000)))
@@ -826,7 +815,7 @@ def main(argv=None) -> int:
                            "test_accuracy": None, "peak_rss_mb": None}
                     print(f"F{f} {_rows_label(n)} {name}: {reason}", flush=True)
                 else:
-                    cache = _warm_page_cache(train) if warm_cache else None
+                    cache = harness.warm_page_cache(train) if warm_cache else None
                     print(f"F{f} {_rows_label(n)} {name} ..." + (f" (page cache warmed in {cache:.1f} s)"
                                                                   if cache is not None else ""), flush=True)
                     child_args = ["--train", str(train), "--test", str(test), "--depth", str(args.depth),

@@ -143,7 +143,7 @@ class _Supply:
         if self.spill is not None and self.spill.generation >= 0:
             parts = {self.part_of[n] for n in nodes} if task.spill is None else self.spill.parts
             meter = PassMeter(f"level {level}, spill partitions {sorted(parts)}, {label}", self.verbose,
-                              self.spill.rows_in(parts))
+                              self.spill.rows_in(parts) if self.verbose else 0)  # footers read for the bar only
             state = task.new_state()
             for rows in self.spill.read(parts, self.batch_size):
                 state = task.count(state, rows)

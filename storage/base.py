@@ -99,16 +99,23 @@ class Source:
         derived from another one (adding computed columns) counts its own pass and
         delegates here, so that its base runs the task where the rows live.
         """
-        state = task.new_state()
-        first = 0
-        for batch in _prefetched(self._batches(list(columns), batch_size)):
-            if batch.num_rows == 0:
-                continue
-            state = task.update(state, batch, first)
-            first += batch.num_rows
-            if progress is not None:
-                progress(batch.num_rows)
-        return state
+        return fold_batches(task, _prefetched(self._batches(list(columns), batch_size)), 0, progress)[0]
+
+
+def fold_batches(task: PassTask, batches, first_row: int = 0,
+                 progress: Callable[[int], None] | None = None) -> tuple[Any, int]:
+    """Fold ``batches`` in order into a new state of ``task``, the first batch starting at the global
+    row ``first_row``; returns the state and the number of rows folded (empty batches are skipped)."""
+    state = task.new_state()
+    row = first_row
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        state = task.update(state, batch, row)
+        row += batch.num_rows
+        if progress is not None:
+            progress(batch.num_rows)
+    return state, row - first_row
 
 
 _DONE = object()

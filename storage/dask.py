@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from .base import PassTask, Source, SourceError
+from .base import PassTask, Source, SourceError, fold_batches
 from .parquet import ParquetSource
 
 #: Seconds to wait for a scheduler to answer before giving up.
@@ -257,17 +257,9 @@ class DaskSource(Source):
 # -- what runs on the workers ---------------------------------------------------------
 def _fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, progress):
     """Fold one partition's batches into a new state; ``first_row`` is its first row's global index."""
-    state = task.new_state()
-    row = first_row
-    for batch in reader(part, columns, batch_size):
-        if batch.num_rows == 0:
-            continue
-        state = task.update(state, batch, row)
-        row += batch.num_rows
-        if progress is not None:
-            progress(batch.num_rows)
-    if row - first_row != n_rows:  # the offsets of every later partition would be wrong
-        raise SourceError(f"a partition starting at row {first_row} has {row - first_row} rows, but "
+    state, rows = fold_batches(task, reader(part, columns, batch_size), first_row, progress)
+    if rows != n_rows:  # the offsets of every later partition would be wrong
+        raise SourceError(f"a partition starting at row {first_row} has {rows} rows, but "
                           f"{n_rows} were counted before the pass: the data changed under the source")
     return state
 
