@@ -16,21 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DataError
+from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, lower_bound,
                      numeric_values)
-
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-
-
-def row_hash(rows: np.ndarray, seed: int) -> np.ndarray:
-    """splitmix64 of ``row index + seed``: a stable pseudo-random 64-bit value per row."""
-    with np.errstate(over="ignore"):
-        z = rows.astype(np.uint64) + np.uint64(seed & 0xFFFFFFFF) * np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * _MIX1
-        z = (z ^ (z >> np.uint64(27))) * _MIX2
-        return z ^ (z >> np.uint64(31))
-
 
 @dataclass
 class ColumnProfile:
