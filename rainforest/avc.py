@@ -157,6 +157,12 @@ class AvcPass:
             self.spill(rows)
         return state
 
+    def sql_aggregate(self, relation):
+        """This pass as one aggregate query over a SQL relation, or None when it must see rows
+        (it keeps or spills them); see :mod:`rainforest.pushdown`."""
+        from .pushdown import avc_query
+        return avc_query(self, relation)
+
     def merge(self, a: AvcState, b: AvcState) -> AvcState:
         a.counts += b.counts
         return a

@@ -46,6 +46,8 @@ class Profile:
     columns: dict = field(default_factory=dict)
     sample_hash: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
     sample: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))  # rows x numeric columns
+    # a pushed-down profile's sample, per numeric column: its distinct values and their counts
+    sample_counts: dict | None = None
 
 
 @dataclass
@@ -138,6 +140,11 @@ class ProfileTask:
             keep.sort()
             p.sample_hash, p.sample = p.sample_hash[keep], p.sample[keep]
 
+    def sql_aggregate(self, relation):
+        """This pass as one aggregate query over a SQL relation (see :mod:`rainforest.pushdown`)."""
+        from .pushdown import profile_query
+        return profile_query(self, relation)
+
     def merge(self, a: Profile, b: Profile) -> Profile:
         a.n_rows += b.n_rows
         for v, c in b.label_counts.items():
@@ -183,9 +190,13 @@ class ProfileTask:
             elif cp.distinct is not None:
                 attributes.append(Attribute(name, NUMERIC, exact=False, cuts=midpoints(cp.distinct)))
             else:
-                col = sample[:, numeric_index[name]]
+                if p.sample_counts is not None:
+                    values, counts = p.sample_counts[name]
+                else:
+                    col = sample[:, numeric_index[name]]
+                    values, counts = np.unique(col[~np.isnan(col)], return_counts=True)
                 attributes.append(Attribute(name, NUMERIC, exact=False,
-                                            cuts=quantile_edges(col[~np.isnan(col)], self.max_bins)))
+                                            cuts=quantile_edges(values, counts, self.max_bins)))
         label = Label(self.target, _sorted_values(p.label_counts, self.target))
         return Schema(attributes, label, self.weight)
 
@@ -238,9 +249,9 @@ def midpoints(values: np.ndarray) -> np.ndarray:
     return np.where(t == b, a, t)
 
 
-def quantile_edges(values: np.ndarray, max_bins: int) -> np.ndarray:
-    """At most ``max_bins`` bins of about equal weight from a sample; heavy values get bins of their own."""
-    u, c = np.unique(values, return_counts=True)
+def quantile_edges(u: np.ndarray, c: np.ndarray, max_bins: int) -> np.ndarray:
+    """At most ``max_bins`` bins of about equal weight from a sample's sorted distinct values ``u``
+    and their counts ``c``; heavy values get bins of their own."""
     if len(u) <= max_bins:
         return midpoints(u)
     cum = np.cumsum(c)

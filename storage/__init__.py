@@ -7,5 +7,7 @@ from .base import PassTask, Source, SourceError
 from .dask import DaskSource
 from .memory import TableSource, as_table
 from .parquet import MissingPathError, ParquetSource
+from .sql import DuckDBSource, PostgresSource, SqlSource
 
-__all__ = ["Source", "PassTask", "SourceError", "MissingPathError", "ParquetSource", "DaskSource", "TableSource", "as_table"]
+__all__ = ["Source", "PassTask", "SourceError", "MissingPathError", "ParquetSource", "DaskSource", "TableSource", "as_table",
+           "DuckDBSource", "PostgresSource", "SqlSource"]

@@ -1,0 +1,278 @@
+"""Passes pushed down into a database: one aggregate query per pass, and its result as the pass's state.
+
+A SQL source (:mod:`storage.sql`) asks a pass's task for an :class:`AggregateQuery` over its
+relation; the database answers with aggregates only (AVC-groups, value counts, a bounded
+sample), which become exactly the state that folding the rows would have built:
+
+* :func:`avc_query`: the AVC-groups of the frontier nodes.  Each row's node is a ``CASE``
+  expression compiled from the tree so far, each attribute's slot a SQL expression from the
+  same encoders (a bin's binary search, an exact value, a category), and ``GROUPING SETS``
+  count ``(node, class, slot)`` per attribute in one scan.
+* :func:`profile_query`: the profiling pass (row and class counts, categories, numeric
+  distinct values, and in binned mode the values of the rows whose :mod:`rainforest.rowhash`
+  is among the smallest, the sample the Parquet source draws too).
+
+Unit weights give integer counts, so pushed-down and folded passes are equal bit for bit.
+Weighted sums are added in the database's order, so with fractional weights they may differ
+in the last bit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import DataError
+from .rowhash import row_hash_sql
+from .schema import CATEGORICAL, Schema
+from .sql import Dialect, category_branches, dialect_of, numeric_sql, routing_case, slot_sql
+
+
+@dataclass
+class AggregateQuery:
+    """The SQL of one pass and how its result (an Arrow table) becomes the pass's state.
+    ``row_id``: the query orders rows by their identity (see :class:`storage.sql.SqlRelation`)."""
+
+    sql: str
+    finish: Callable[[pa.Table], object]
+    row_id: bool = False
+    rows: int = 0  # rows the pass covered, known once finished (for the progress log)
+
+
+def _grouping_index(names: list[str], d: Dialect) -> str:
+    """Which grouping set a result row belongs to: the index of the one grouped column in ``names``."""
+    whens = " ".join(f"WHEN GROUPING({n}) = 0 THEN {i}" for i, n in enumerate(names))
+    return f"CASE {whens} END"
+
+
+def _encoded_columns(schema: Schema, used: list[int], arrow_schema: pa.Schema, d: Dialect) -> list[str]:
+    """Select-list items naming attribute ``j``'s value ``a{j}``: numeric as float64 (NULL when
+    missing), categorical as stored."""
+    items = []
+    for j in used:
+        a = schema.attributes[j]
+        if a.kind == CATEGORICAL:
+            items.append(f"{d.ident(a.name)} AS a{j}")
+        else:
+            items.append(f"{numeric_sql(a.name, arrow_schema.field(a.name).type, d)} AS a{j}")
+    return items
+
+
+def _slots(column: pa.Array, attribute, n_slots: int) -> np.ndarray:
+    """The AVC slot of each returned key: a category's code, an exact value's rank, a bin (missing: last)."""
+    if pa.types.is_null(column.type):
+        return np.full(len(column), n_slots, np.int64)
+    if attribute.kind == CATEGORICAL:
+        codes = attribute.category_codes(column)
+        return np.where(np.isnan(codes), n_slots, np.minimum(np.nan_to_num(codes, nan=n_slots), n_slots)).astype(np.int64)
+    x = column.to_numpy(zero_copy_only=False).astype(np.float64)
+    missing = np.isnan(x)
+    if attribute.exact:
+        slot = np.searchsorted(attribute.cuts, np.where(missing, 0.0, x), side="left")
+    else:  # the database found the bin
+        slot = np.where(missing, 0, x).astype(np.int64)
+    return np.where(missing, n_slots, slot).astype(np.int64)
+
+
+# -- AVC-groups of frontier nodes -----------------------------------------------------------
+
+def _split_conditions(task, k: int, d: Dialect):
+    """Node ``k``'s split in the growing tree's slot routing, as ``(conditions, default)``."""
+    feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots = task.routing
+    f = int(feature[k])
+    a = task.schema.attributes[f]
+    x = f"a{f}"
+    if branch_offset[k] >= 0:
+        off, m = int(branch_offset[k]), int(n_slots[f])
+        return category_branches(x, a.categories, slot_branch[off:off + m], int(slot_branch[off + m]), d)
+    conditions = [(f"{x} IS NULL", int(missing_branch[k]))]
+    if slot_cut[k] < len(a.cuts):  # slots up to slot_cut: values up to that cut (exact value or bin edge)
+        conditions.append((f"{x} <= {d.double_literal(float(a.cuts[slot_cut[k]]))}", 0))
+        return conditions, 1
+    return conditions, 0  # every present value goes to the first child
+
+
+def _routing_children(task) -> np.ndarray:
+    feature, first_child, slot_branch, branch_offset, _, _, n_slots = task.routing
+    out = np.where(first_child >= 0, 2, 0).astype(np.int64)
+    for k in np.flatnonzero(branch_offset >= 0):
+        m = int(n_slots[feature[k]])
+        out[k] = int(np.max(slot_branch[branch_offset[k]:branch_offset[k] + m + 1])) + 1
+    return out
+
+
+def avc_query(task, relation) -> AggregateQuery | None:
+    """The aggregate query of an :class:`rainforest.avc.AvcPass`, or None when the pass must see
+    the rows themselves (it keeps or spills them)."""
+    if task.keep is not None or task.spill is not None:
+        return None
+    d = dialect_of(relation.dialect)
+    schema = task.schema
+    feature, first_child = task.routing[0], task.routing[1]
+    counted = [int(j) for j in task.attrs]
+    split_on = {int(f) for f, c in zip(feature, first_child) if c >= 0}
+    used = sorted(set(counted) | split_on)
+    weighted_column = schema.weight is not None
+    inner = _encoded_columns(schema, used, relation.schema, d) + [f"{d.ident(schema.label.name)} AS y"]
+    if weighted_column:
+        inner.append(f"CAST({d.ident(schema.weight)} AS {d.double}) AS w")
+    wanted = task.node_pos >= 0
+    node = routing_case(0, first_child, _routing_children(task), lambda k: _split_conditions(task, k, d),
+                        lambda k: str(k) if wanted[k] else "NULL", wanted)
+    slots = []
+    for j in counted:
+        a = schema.attributes[j]
+        if a.kind == CATEGORICAL or a.exact:
+            slots.append(f"a{j} AS s{j}")
+        else:
+            slots.append(f"CASE WHEN a{j} IS NULL THEN NULL ELSE {slot_sql(f'a{j}', a.cuts, d)} END AS s{j}")
+    keys = [f"s{j}" for j in counted]
+    sql = (f"SELECT node, y, {_grouping_index(keys, d)} AS g, {', '.join(keys)}, count(*) AS n"
+           + (", sum(w) AS w" if weighted_column else "")
+           + f" FROM (SELECT {node} AS node, y{', w' if weighted_column else ''}, {', '.join(slots)}"
+           + f" FROM (SELECT {', '.join(inner)} FROM {relation.from_sql}) AS e) AS r"
+           + " WHERE node IS NOT NULL GROUP BY GROUPING SETS ("
+           + ", ".join(f"(node, y, {k})" for k in keys) + ")")
+    query = AggregateQuery(sql, None)
+    group_offsets = task.group_offsets()
+
+    def finish(table: pa.Table):
+        state = task.new_state()
+        n_classes = len(schema.label.classes)
+        if table.num_rows == 0:
+            return state
+        g = table.column("g").to_numpy(zero_copy_only=False).astype(np.int64)
+        pos = task.node_pos[table.column("node").to_numpy(zero_copy_only=False).astype(np.int64)]
+        y = schema.label.codes(table.column("y"))
+        n = table.column("n").to_numpy(zero_copy_only=False).astype(np.float64)
+        w = table.column("w").to_numpy(zero_copy_only=False).astype(np.float64) if weighted_column else n
+        if task.class_weight is not None:
+            w = w * task.class_weight[y]
+        for i, j in enumerate(counted):
+            rows = np.flatnonzero(g == i)
+            a = schema.attributes[j]
+            slot = group_offsets[i] + _slots(table.column(f"s{j}").take(pa.array(rows)), a, a.n_slots)
+            np.add.at(state.counts, (pos[rows], slot, y[rows]), w[rows] if task.weighted else n[rows])
+            if task.weighted:
+                np.add.at(state.counts, (pos[rows], slot, np.full(len(rows), n_classes)), n[rows])
+            if i == 0:
+                query.rows = int(n[rows].sum())
+        return state
+
+    query.finish = finish
+    return query
+
+
+# -- the profiling pass -----------------------------------------------------------------------
+
+def profile_query(task, relation) -> AggregateQuery:
+    """The aggregate query of a :class:`rainforest.profile.ProfileTask`."""
+    from .profile import ColumnProfile, Profile
+
+    d = dialect_of(relation.dialect)
+    names = list(task.kinds)
+    kinds = [task.kinds[c] for c in names]
+    arrow = relation.schema
+    numeric = [j for j, k in enumerate(kinds) if k != CATEGORICAL]
+    sampled = [] if task.exact else numeric
+    enc = [f"{d.ident(task.target)} AS y"]
+    for j, (c, k) in enumerate(zip(names, kinds)):
+        enc.append(f"{d.ident(c)} AS a{j}" if k == CATEGORICAL else f"{numeric_sql(c, arrow.field(c).type, d)} AS a{j}")
+    if task.weight is not None:
+        enc.append(f"CAST({d.ident(task.weight)} AS {d.double}) AS w")
+    keys = [f"a{j}" for j in range(len(names))]
+    key_of_group = lambda test: "CASE g " + " ".join(f"WHEN {j} THEN {test(f'a{j}', j)}" for j in range(len(names))) + " END"
+    is_null = key_of_group(lambda a, j: f"({a} IS NULL)")
+    is_inf = key_of_group(lambda a, j: d.is_inf(a) if kinds[j] != CATEGORICAL else "FALSE")
+    bad_w = (f"(w IS NULL OR {d.is_nan('w')} OR {d.is_inf('w')} OR w < 0)" if task.weight is not None else "FALSE")
+    grouped = (f"SELECT CASE WHEN GROUPING(y) = 0 THEN -1 ELSE {_grouping_index(keys, d)} END AS g, y, "
+               f"{', '.join(keys)}, count(*) AS n, sum(CASE WHEN {bad_w} THEN 1 ELSE 0 END) AS bad_w, "
+               f"min(CASE WHEN {bad_w} THEN {'w' if task.weight else 'NULL'} END) AS bad_w_value "
+               f"FROM (SELECT {', '.join(enc)} FROM {relation.from_sql}) AS e "
+               f"GROUP BY GROUPING SETS ((y), {', '.join(f'({k})' for k in keys)}, ())")
+    windowed = (f"SELECT *, {is_null} AS key_null, count(*) OVER (PARTITION BY g) AS groups, "
+                f"sum(CASE WHEN {is_inf} THEN n ELSE 0 END) OVER (PARTITION BY g) AS infs, "
+                f"sum(CASE WHEN {is_null} THEN 0 ELSE n END) OVER (PARTITION BY g) AS nonmissing, "
+                f"row_number() OVER (PARTITION BY g) AS nth FROM ({grouped}) AS t")
+    # binned numeric columns with more distinct values than bins send one row (their counts), not their values
+    # (g NULL: the empty grouping set, with the row count and the weight check)
+    few = f"g IS NULL OR g NOT IN ({', '.join(str(j) for j in sampled)}) OR groups <= {task.max_bins + 1} OR nth = 1" \
+        if sampled else "TRUE"
+    columns = "n, groups, infs, nonmissing, bad_w, bad_w_value, key_null"
+    sql = f"SELECT 0 AS part, g, y, {', '.join(keys)}, {columns} FROM ({windowed}) AS t WHERE {few}"
+    row_id = bool(sampled)
+    if sampled:
+        steps = row_hash_sql("rid", task.seed, d.xor, ("h1", "h2"))
+        hashed = f"(SELECT {', '.join(enc)}, {relation.row_id} AS rid FROM {relation.from_sql}) AS e"
+        for name, expr in steps:
+            hashed = f"(SELECT *, {expr} AS {name} FROM {hashed}) AS {name}_"
+        sample = f"(SELECT * FROM {hashed} ORDER BY hash LIMIT {int(task.sample_rows)}) AS s"
+        sample_keys = [f"a{j}" if j in sampled else "NULL" for j in range(len(names))]
+        sql += (f" UNION ALL SELECT 1 AS part, {_grouping_index([f'a{j}' for j in sampled], d)} AS g, NULL,"
+                f" {', '.join(sample_keys)}, count(*), NULL, NULL, NULL, 0, NULL, NULL FROM {sample}"
+                f" GROUP BY GROUPING SETS ({', '.join(f'(a{j})' for j in sampled)})")
+    query = AggregateQuery(sql, None, row_id=row_id)
+
+    def finish(table: pa.Table):
+        p = Profile(columns={c: ColumnProfile(task.kinds[c]) for c in names})
+        part = table.column("part").to_numpy(zero_copy_only=False)
+        g = table.column("g").to_pandas().to_numpy()
+        n = table.column("n").to_numpy(zero_copy_only=False).astype(np.int64)
+        main = part == 0
+        total = main & np.isnan(g.astype(np.float64))
+        p.n_rows = int(n[total].sum())
+        bad = table.column("bad_w").to_numpy(zero_copy_only=False)[total]
+        if task.weight is not None and bad.sum() > 0:
+            value = table.column("bad_w_value").to_pylist()[int(np.flatnonzero(total)[0])]
+            raise DataError(f"the weight column {task.weight!r} of {task.where} has {int(bad.sum())} bad value(s), "
+                            f"such as {value!r} (weights must be finite and >= 0)")
+        gf = np.where(np.isnan(g.astype(np.float64)), -2, g.astype(np.float64)).astype(np.int64)
+        label_rows = np.flatnonzero(main & (gf == -1))
+        ys = table.column("y").take(pa.array(label_rows))
+        task._update_label(p, ys.filter(pa.array(np.ones(len(ys), bool))))  # the null and NaN checks
+        p.label_counts = {}
+        for v, c in zip(ys.to_pylist(), n[label_rows]):
+            p.label_counts[v] = p.label_counts.get(v, 0) + int(c)
+        groups = table.column("groups").to_numpy(zero_copy_only=False)
+        infs = table.column("infs").to_numpy(zero_copy_only=False)
+        key_null = table.column("key_null").to_numpy(zero_copy_only=False)
+        nonmissing = table.column("nonmissing").to_numpy(zero_copy_only=False)
+        p.sample_counts = {}
+        for j, c in enumerate(names):
+            cp = p.columns[c]
+            rows = np.flatnonzero(main & (gf == j))
+            values = table.column(f"a{j}").take(pa.array(rows))
+            present = ~key_null[rows].astype(bool)
+            if kinds[j] == CATEGORICAL:
+                for v, k in zip(values.filter(pa.array(present)).to_pylist(), n[rows][present]):
+                    cp.counts[v] = int(k)
+                    cp.nonmissing += int(k)
+                continue
+            if len(rows) and infs[rows[0]]:
+                raise DataError(f"column {c!r} of {task.where} holds {int(infs[rows[0]])} infinite value(s); "
+                                f"infinite values cannot be split on (use null or NaN for missing values)")
+            x = values.to_numpy(zero_copy_only=False).astype(np.float64)
+            counts = n[rows]
+            if len(rows) and j in sampled and groups[rows[0]] > task.max_bins + 1:
+                cp.distinct = None
+                cp.nonmissing = int(nonmissing[rows[0]])
+            else:
+                order = np.argsort(x[present], kind="stable")
+                cp.distinct = x[present][order]
+                cp.nonmissing = int(counts[present].sum())
+                if j in sampled and len(cp.distinct) > task.max_bins:
+                    cp.distinct = None
+            if j in sampled:
+                srows = np.flatnonzero((part == 1) & (gf == sampled.index(j)))
+                sv = table.column(f"a{j}").take(pa.array(srows)).to_numpy(zero_copy_only=False).astype(np.float64)
+                keep = ~np.isnan(sv)
+                order = np.argsort(sv[keep], kind="stable")
+                p.sample_counts[c] = (sv[keep][order], n[srows][keep][order])
+        query.rows = p.n_rows
+        return p
+
+    query.finish = finish
+    return query
+
