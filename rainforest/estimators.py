@@ -9,12 +9,13 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
+from storage import SqlSource
 
 from .avc import avc_group, root_avc
 from .budget import parse_bytes
 from .criteria import CRITERIA
 from .dask_predict import lazy_on_dask
-from .errors import NotFittedError
+from .errors import DataError, NotFittedError
 from .grow import GrowParams, grow_tree
 from .inputs import accuracy, attribute_kinds, feature_tables, training_data
 from .params import ParamsMixin
@@ -287,6 +288,11 @@ class DecisionTreeClassifier(ParamsMixin):
         """Leaf of every row of ``X`` (streamed batch by batch for paths and sources)."""
         self._check_fitted()
         tree = self.tree_
+        if isinstance(X, SqlSource):  # scored in the database: only leaf indices come back
+            X.check_columns(tree.feature_names)
+            parts = [np.asarray(a.to_numpy(zero_copy_only=False), np.int64)
+                     for a in X.column_values(tree.to_sql(X.dialect, "leaf", types=X.schema))]
+            return np.concatenate(parts) if parts else np.empty(0, np.int64)
         encoder = tree.encoder()
         tables = feature_tables(X, tree.feature_names, strict_names=hasattr(self, "feature_names_in_"),
                                 batch_size=self.batch_size or 65536)
@@ -334,6 +340,41 @@ class DecisionTreeClassifier(ParamsMixin):
         """The tree as indented text (see :meth:`Tree.export_text`)."""
         self._check_fitted()
         return self.tree_.export_text(**kwargs)
+
+    def predict_in_database(self, source, *, into=None, columns=(), proba=False):
+        """Score a SQL source where it lives: the tree runs as a ``CASE`` expression (:meth:`Tree.to_sql`).
+
+        Parameters
+        ----------
+        source : storage.DuckDBSource or storage.PostgresSource
+        into : str or tuple of str, optional
+            A table to write (created; an existing one is an error). Without it, a DuckDB
+            source returns a lazy ``duckdb.DuckDBPyRelation``; PostgreSQL needs ``into``.
+        columns : sequence of str, default=()
+            Source columns to carry beside the predictions (an id, the label).
+        proba : bool, default=False
+            Also the probability of each class, as columns ``proba_<class>``.
+
+        Returns
+        -------
+        duckdb.DuckDBPyRelation, or the name of the table written.
+
+        Notes
+        -----
+        The table is written by one ``CREATE TABLE ... AS SELECT`` statement, so a failure
+        leaves no half-written table.
+        """
+        self._check_fitted()
+        if not isinstance(source, SqlSource):
+            raise DataError(f"predict_in_database needs a DuckDBSource or a PostgresSource, got {type(source).__name__}")
+        tree = self.tree_
+        source.check_columns(list(columns) + tree.feature_names)
+        items = [source.quote(c) for c in columns]
+        items.append(f"{tree.to_sql(source.dialect, 'class', types=source.schema)} AS {source.quote('prediction')}")
+        if proba:
+            items += [f"{tree.to_sql(source.dialect, 'proba', proba_of=c, types=source.schema)} "
+                      f"AS {source.quote(f'proba_{c}')}" for c in tree.classes]
+        return source.select(", ".join(items), into=into)
 
     # -- persistence -----------------------------------------------------------
     def save(self, path) -> None:
@@ -388,6 +429,9 @@ def load(path):
         raise ValueError(f"{path!r} is not a rainforest model")
     if doc.get("version") != MODEL_VERSION:
         raise ValueError(f"{path!r} has model format version {doc.get('version')!r}; this build reads {MODEL_VERSION}")
+    if doc.get("estimator") == "RandomForestClassifier":  # the forest reads its own document (rainforest/forest.py)
+        from .forest import RandomForestClassifier
+        return RandomForestClassifier.from_document(doc, path)
     classes = {"DecisionTreeClassifier": DecisionTreeClassifier}
     if doc.get("estimator") not in classes:
         raise ValueError(f"{path!r} holds an unknown estimator {doc.get('estimator')!r}")

@@ -46,8 +46,8 @@ class Profile:
     columns: dict = field(default_factory=dict)
     sample_hash: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
     sample: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))  # rows x numeric columns
-    # a pushed-down profile's sample, per numeric column: its distinct values and their counts
-    sample_counts: dict | None = None
+    # a pushed-down profile's quantile bin edges per numeric column (found in the database)
+    sample_edges: dict | None = None
 
 
 @dataclass
@@ -190,13 +190,12 @@ class ProfileTask:
             elif cp.distinct is not None:
                 attributes.append(Attribute(name, NUMERIC, exact=False, cuts=midpoints(cp.distinct)))
             else:
-                if p.sample_counts is not None:
-                    values, counts = p.sample_counts[name]
+                if p.sample_edges is not None:
+                    cuts = p.sample_edges[name]
                 else:
                     col = sample[:, numeric_index[name]]
-                    values, counts = np.unique(col[~np.isnan(col)], return_counts=True)
-                attributes.append(Attribute(name, NUMERIC, exact=False,
-                                            cuts=quantile_edges(values, counts, self.max_bins)))
+                    cuts = quantile_edges(col[~np.isnan(col)], self.max_bins)
+                attributes.append(Attribute(name, NUMERIC, exact=False, cuts=cuts))
         label = Label(self.target, _sorted_values(p.label_counts, self.target))
         return Schema(attributes, label, self.weight)
 
@@ -242,16 +241,21 @@ def _sorted_values(counts: dict, name: str) -> list:
         raise DataError(f"column {name!r} mixes values of different types") from None
 
 
-def midpoints(values: np.ndarray) -> np.ndarray:
-    """Edges halfway between consecutive distinct values (scikit-learn's midpoint formula)."""
-    a, b = values[:-1], values[1:]
+def midpoint(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Halfway between ``a`` and the next value ``b`` (scikit-learn's formula: ``a`` when rounding reaches ``b``)."""
     t = a / 2.0 + b / 2.0
     return np.where(t == b, a, t)
 
 
-def quantile_edges(u: np.ndarray, c: np.ndarray, max_bins: int) -> np.ndarray:
-    """At most ``max_bins`` bins of about equal weight from a sample's sorted distinct values ``u``
-    and their counts ``c``; heavy values get bins of their own."""
+def midpoints(values: np.ndarray) -> np.ndarray:
+    """Edges halfway between consecutive distinct values."""
+    return midpoint(values[:-1], values[1:])
+
+
+def quantile_edges(values: np.ndarray, max_bins: int) -> np.ndarray:
+    """At most ``max_bins`` bins of about equal weight from a sample; heavy values get bins of their own.
+    (:func:`rainforest.pushdown.profile_query` chooses the same edges in SQL.)"""
+    u, c = np.unique(values, return_counts=True)
     if len(u) <= max_bins:
         return midpoints(u)
     cum = np.cumsum(c)

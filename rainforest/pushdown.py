@@ -169,7 +169,7 @@ def avc_query(task, relation) -> AggregateQuery | None:
 
 def profile_query(task, relation) -> AggregateQuery:
     """The aggregate query of a :class:`rainforest.profile.ProfileTask`."""
-    from .profile import ColumnProfile, Profile
+    from .profile import ColumnProfile, Profile, midpoint
 
     d = dialect_of(relation.dialect)
     names = list(task.kinds)
@@ -200,7 +200,7 @@ def profile_query(task, relation) -> AggregateQuery:
     # (g NULL: the empty grouping set, with the row count and the weight check)
     few = f"g IS NULL OR g NOT IN ({', '.join(str(j) for j in sampled)}) OR groups <= {task.max_bins + 1} OR nth = 1" \
         if sampled else "TRUE"
-    columns = "n, groups, infs, nonmissing, bad_w, bad_w_value, key_null"
+    columns = "n, groups, infs, nonmissing, bad_w, bad_w_value, key_null, NULL AS lo, NULL AS hi"
     sql = f"SELECT 0 AS part, g, y, {', '.join(keys)}, {columns} FROM ({windowed}) AS t WHERE {few}"
     row_id = bool(sampled)
     if sampled:
@@ -209,17 +209,30 @@ def profile_query(task, relation) -> AggregateQuery:
         for name, expr in steps:
             hashed = f"(SELECT *, {expr} AS {name} FROM {hashed}) AS {name}_"
         sample = f"(SELECT * FROM {hashed} ORDER BY hash LIMIT {int(task.sample_rows)}) AS s"
-        sample_keys = [f"a{j}" if j in sampled else "NULL" for j in range(len(names))]
-        sql += (f" UNION ALL SELECT 1 AS part, {_grouping_index([f'a{j}' for j in sampled], d)} AS g, NULL,"
-                f" {', '.join(sample_keys)}, count(*), NULL, NULL, NULL, 0, NULL, NULL FROM {sample}"
-                f" GROUP BY GROUPING SETS ({', '.join(f'(a{j})' for j in sampled)})")
+        # per sampled column, its distinct values in the sample with their counts ...
+        value = "CASE g " + " ".join(f"WHEN {i} THEN a{j}" for i, j in enumerate(sampled)) + " END"
+        counts = (f"SELECT g, {value} AS u, n FROM (SELECT {_grouping_index([f'a{j}' for j in sampled], d)} AS g, "
+                  f"{', '.join(f'a{j}' for j in sampled)}, count(*) AS n FROM {sample} "
+                  f"GROUP BY GROUPING SETS ({', '.join(f'(a{j})' for j in sampled)})) AS c")
+        # ... and only the pairs of neighbours that quantile_edges cuts between: value i is cut after
+        # when some target total * k / max_bins (k = 1 .. max_bins - 1) lies in (cum[i-1], cum[i]],
+        # decided in integers; all of them when the sample holds at most max_bins values
+        b = int(task.max_bins)
+        ranked = (f"SELECT g, u, lead(u) OVER (PARTITION BY g ORDER BY u) AS hi, n, "
+                  f"sum(n) OVER (PARTITION BY g ORDER BY u ROWS UNBOUNDED PRECEDING) AS cum, "
+                  f"sum(n) OVER (PARTITION BY g) AS total, count(*) OVER (PARTITION BY g) AS distinct_values "
+                  f"FROM ({counts}) AS c WHERE u IS NOT NULL")
+        first_k = f"(FLOOR(CAST((cum - n) * {b} AS {d.double}) / total) + 1)"
+        sql += (f" UNION ALL SELECT 1, g, NULL, {', '.join('NULL' for _ in keys)}, NULL, NULL, NULL, NULL, 0, NULL,"
+                f" NULL, u, hi FROM ({ranked}) AS r WHERE hi IS NOT NULL AND (distinct_values <= {b} OR "
+                f"({first_k} <= {b - 1} AND total * {first_k} <= cum * {b}))")
     query = AggregateQuery(sql, None, row_id=row_id)
 
     def finish(table: pa.Table):
         p = Profile(columns={c: ColumnProfile(task.kinds[c]) for c in names})
         part = table.column("part").to_numpy(zero_copy_only=False)
         g = table.column("g").to_pandas().to_numpy()
-        n = table.column("n").to_numpy(zero_copy_only=False).astype(np.int64)
+        n = table.column("n").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         main = part == 0
         total = main & np.isnan(g.astype(np.float64))
         p.n_rows = int(n[total].sum())
@@ -239,7 +252,7 @@ def profile_query(task, relation) -> AggregateQuery:
         infs = table.column("infs").to_numpy(zero_copy_only=False)
         key_null = table.column("key_null").to_numpy(zero_copy_only=False)
         nonmissing = table.column("nonmissing").to_numpy(zero_copy_only=False)
-        p.sample_counts = {}
+        p.sample_edges = {}
         for j, c in enumerate(names):
             cp = p.columns[c]
             rows = np.flatnonzero(main & (gf == j))
@@ -266,10 +279,10 @@ def profile_query(task, relation) -> AggregateQuery:
                     cp.distinct = None
             if j in sampled:
                 srows = np.flatnonzero((part == 1) & (gf == sampled.index(j)))
-                sv = table.column(f"a{j}").take(pa.array(srows)).to_numpy(zero_copy_only=False).astype(np.float64)
-                keep = ~np.isnan(sv)
-                order = np.argsort(sv[keep], kind="stable")
-                p.sample_counts[c] = (sv[keep][order], n[srows][keep][order])
+                lo, hi = (table.column(k).take(pa.array(srows)).to_numpy(zero_copy_only=False).astype(np.float64)
+                          for k in ("lo", "hi"))
+                order = np.argsort(lo, kind="stable")
+                p.sample_edges[c] = midpoint(lo[order], hi[order])
         query.rows = p.n_rows
         return p
 

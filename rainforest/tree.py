@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numba
 import numpy as np
+import pyarrow as pa
 
 from .schema import CATEGORICAL, NUMERIC, Attribute, Schema
 
@@ -250,6 +251,67 @@ class Tree:
             f"IF {' AND '.join(r['conditions']) or 'TRUE'} THEN {self.target} = {r['class']}"
             f"  [coverage {100 * r['coverage']:.2f}%, accuracy {100 * r['accuracy']:.2f}%]"
             for r in self.rules()) + "\n"
+
+    def to_sql(self, dialect: str = "duckdb", output: str = "class", *, proba_of=None, types=None) -> str:
+        """The tree as one SQL ``CASE`` expression over the feature columns, for scoring in a database.
+
+        Parameters
+        ----------
+        dialect : {"duckdb", "postgres"}, default="duckdb"
+        output : {"class", "probability", "proba", "leaf"}, default="class"
+            ``"class"``: the predicted class (as :meth:`predict`); ``"probability"``: its
+            probability; ``"proba"``: the probability of the class ``proba_of``; ``"leaf"``: the
+            leaf's node index (as ``apply``).
+        proba_of : class label, optional
+            The class whose probability ``output="proba"`` gives.
+        types : pyarrow.Schema, optional
+            The columns' types, needed only for date and timestamp features (numbers otherwise).
+
+        Notes
+        -----
+        Column names are double-quoted and values written as escaped literals; missing values
+        (NULL, NaN) and categories unseen in training take the branches :meth:`apply` takes.
+        """
+        from .sql import category_branches, dialect_of, numeric_sql, routing_case
+
+        d = dialect_of(dialect)
+        proba = self.leaf_proba()
+        best = np.argmax(proba, axis=1)
+        if output == "class":
+            leaf = lambda k: d.literal(self.classes[best[k]])
+        elif output == "probability":
+            leaf = lambda k: d.double_literal(float(proba[k, best[k]]))
+        elif output == "proba":
+            if proba_of not in self.classes:
+                raise ValueError(f"proba_of={proba_of!r} is not a class of this tree; classes: {self.classes}")
+            c = self.classes.index(proba_of)
+            leaf = lambda k: d.double_literal(float(proba[k, c]))
+        elif output == "leaf":
+            leaf = str
+        else:
+            raise ValueError(f"output={output!r}; choose 'class', 'probability', 'proba' or 'leaf'")
+
+        def column(f: int) -> str:
+            name = self.feature_names[f]
+            if self.feature_kinds[f] == "categorical":
+                return d.ident(name)
+            typ = types.field(name).type if types is not None and name in types.names else pa.float64()
+            return f"({numeric_sql(name, typ, d)})"
+
+        def branches(k: int):
+            f = int(self.feature[k])
+            x = column(f)
+            if self.cat_offset[k] >= 0:
+                cats = self.categories[f]
+                off = int(self.cat_offset[k])
+                return category_branches(x, cats, self.cat_branch[off:off + len(cats)], int(self.missing_branch[k]),
+                                         d, unseen=int(self.cat_branch[off + len(cats)]))
+            conditions = [(f"{x} IS NULL", int(self.missing_branch[k]))]
+            if np.isinf(self.threshold[k]):
+                return conditions, 0
+            return conditions + [(f"{x} <= {d.double_literal(float(self.threshold[k]))}", 0)], 1
+
+        return routing_case(0, self.first_child, self.n_children, branches, lambda k: leaf(int(k)))
 
     # -- serialization ---------------------------------------------------
     def to_dict(self) -> dict:

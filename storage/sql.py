@@ -87,6 +87,23 @@ class SqlSource(Source):
         for batch in self._stream(f"SELECT {expression} AS v FROM {self._from_sql()}", batch_size):
             yield batch.column(0)
 
+    @staticmethod
+    def quote(name: str) -> str:
+        """``name`` as a double-quoted SQL identifier."""
+        return _ident(name)
+
+    def select(self, items: str, into=None):
+        """``SELECT items FROM`` the source, run in the database: written to the new table ``into``
+        (one ``CREATE TABLE ... AS`` statement: all of it or nothing), or (DuckDB only) a lazy relation."""
+        sql = f"SELECT {items} FROM {self._from_sql()}"
+        if into is None:
+            return self._relation(sql)
+        self._write_table(sql, _qualified(into))
+        return into
+
+    def _relation(self, sql: str):
+        raise SourceError(f"{self.description} cannot return a relation; give into= a table name to write")
+
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         select = ", ".join(self._select_column(c) for c in columns)
         for batch in self._stream(f"SELECT {select} FROM {self._from_sql()}", batch_size):
@@ -254,8 +271,21 @@ class DuckDBSource(SqlSource):
         except SourceError:
             return False
 
+    def _relation(self, sql: str):
+        return self._run(sql)
+
+    def _write_table(self, sql: str, target: str) -> None:
+        import duckdb
+        try:
+            if self.relation_ is not None:
+                self._run(sql).create(target)
+            else:
+                self._con.execute(f"CREATE TABLE {target} AS {sql}")
+        except duckdb.Error as exc:
+            raise SourceError(f"cannot write the table {target} from {self.description}: {_first_line(exc)}") from None
+
     def count_rows(self) -> int:
-        return int(self._run(f"SELECT count(*) FROM {self._from_sql()}").fetchone()[0])
+        return int(self.query_table(f"SELECT count(*) AS n FROM {self._from_sql()}").column(0)[0].as_py())
 
     def query_table(self, sql: str, ordered: bool = False) -> pa.Table:
         rel = self._run(sql)
@@ -379,6 +409,13 @@ class PostgresSource(SqlSource):
     def _select_column(self, name: str) -> str:
         c = _ident(name)
         return f"CAST({c} AS double precision)" if name in self._numeric else c
+
+    def _write_table(self, sql: str, target: str) -> None:
+        import psycopg
+        try:
+            self._conn.execute(f"CREATE TABLE {target} AS {sql}")
+        except psycopg.Error as exc:
+            raise SourceError(f"cannot write the table {target} from {self.description}: {_first_line(exc)}") from None
 
     def count_rows(self) -> int:
         with self._cursor() as cur:

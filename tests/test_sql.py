@@ -1,0 +1,251 @@
+"""SQL-backed training: DuckDB and PostgreSQL sources with pushed-down passes, scoring in the database."""
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import dataset_path, load_script
+
+import duckdb
+from rainforest import DecisionTreeClassifier
+from rainforest.datasets import agrawal_table
+from storage import DuckDBSource, PostgresSource, SourceError
+
+
+def fit(data, **kw):
+    params = dict(max_depth=6, algorithm="read")
+    params.update(kw)
+    return DecisionTreeClassifier(**params).fit(data, target="class")
+
+
+@pytest.fixture(scope="module")
+def agrawal_dir(tmp_path_factory):
+    """300,000 Agrawal F7 rows (more than the profile's 200,000-row sample) in two files, with NaN and null."""
+    d = tmp_path_factory.mktemp("agrawal")
+    t = agrawal_table(300_000, function=7, seed=3)
+    salary = t.column("salary").to_numpy().copy()
+    salary[::97] = np.nan
+    t = t.set_column(t.schema.get_field_index("salary"), "salary", pa.array(salary))
+    age = pa.array(t.column("age").to_numpy(), mask=np.arange(t.num_rows) % 89 == 0)
+    t = t.set_column(t.schema.get_field_index("age"), "age", age)
+    pq.write_table(t.slice(0, 150_000), d / "part-0.parquet", row_group_size=50_000)
+    pq.write_table(t.slice(150_000), d / "part-1.parquet", row_group_size=50_000)
+    return d
+
+
+def same(a, b):
+    assert a.tree_.to_json() == b.tree_.to_json()
+    assert a.n_passes_ == b.n_passes_
+
+
+# -- DuckDB ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("max_bins", [255, 16])
+def test_duckdb_sources_equal_parquet_binned_past_the_sample(agrawal_dir, max_bins):
+    """Binned mode over 300,000 rows: the pushed-down profile hashes the same row identities as the
+    Parquet source, so the sample, the bins and the tree are the same, pass for pass."""
+    ref = fit(str(agrawal_dir), max_bins=max_bins, max_depth=8)
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE t AS SELECT * FROM read_parquet('{agrawal_dir}/*.parquet')")
+    for source in (DuckDBSource(parquet=str(agrawal_dir)), DuckDBSource(table="t", connection=con)):
+        same(ref, fit(source, max_bins=max_bins, max_depth=8))
+    assert ref.n_passes_ == 9  # the profile, then one pass per level
+
+
+def test_duckdb_sources_equal_parquet_exact_with_categories_and_nulls():
+    path = dataset_path("adult_train")
+    ref = fit(path, max_bins=None)
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE adult AS SELECT * FROM read_parquet('{path}')")
+    sources = [DuckDBSource(parquet=path), DuckDBSource(table="adult", connection=con),
+               DuckDBSource(query="SELECT * FROM adult", connection=con),
+               DuckDBSource(con.sql("SELECT * FROM adult"))]
+    for source in sources:
+        same(ref, fit(source, max_bins=None))
+    multiway = fit(path, max_bins=None, categorical_split="multiway", max_depth=4)
+    same(multiway, fit(sources[1], max_bins=None, categorical_split="multiway", max_depth=4))
+
+
+def test_duckdb_database_file_and_hive_partitions(tmp_path):
+    t = pq.read_table(dataset_path("magic"))
+    for i, part in enumerate(("a", "b")):
+        (tmp_path / "data" / f"batch={part}").mkdir(parents=True)
+        pq.write_table(t.slice(i * 10_000, 10_000), tmp_path / "data" / f"batch={part}" / "x.parquet")
+    ref = fit(str(tmp_path / "data"), max_bins=None)
+    assert "batch" in ref.feature_names_in_
+    same(ref, fit(DuckDBSource(parquet=str(tmp_path / "data")), max_bins=None))
+    db = tmp_path / "magic.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute(f"CREATE TABLE magic AS SELECT * FROM read_parquet('{tmp_path}/data/**/*.parquet', "
+                    "hive_partitioning = true)")
+    same(ref, fit(DuckDBSource(table="magic", database=str(db)), max_bins=None))
+
+
+def test_duckdb_weights_and_class_weight():
+    path = dataset_path("magic")
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE m AS SELECT *, (row_number() OVER () % 3) + 1 AS w FROM read_parquet('{path}')")
+    table = con.sql("SELECT * FROM m").to_arrow_table()
+    src = DuckDBSource(table="m", connection=con)
+    a = DecisionTreeClassifier(max_depth=5, max_bins=None, algorithm="read").fit(
+        table, target="class", sample_weight="w")
+    b = DecisionTreeClassifier(max_depth=5, max_bins=None, algorithm="read").fit(
+        src, target="class", sample_weight="w")
+    same(a, b)  # integer weights: exact sums in any order
+    a = DecisionTreeClassifier(max_depth=5, class_weight={0: 1.0, 1: 3.0}, algorithm="read").fit(
+        table, target="class")
+    b = DecisionTreeClassifier(max_depth=5, class_weight={0: 1.0, 1: 3.0}, algorithm="read").fit(
+        DuckDBSource(table="m", connection=con), target="class")
+    same(a, b)
+
+
+def test_hybrid_on_a_sql_source_keeps_no_rows_and_only_aggregates_come_back(agrawal_dir):
+    """RF-Hybrid keeps no rows of a SQL source (they stay in the database); every pass's result is
+    AVC-sized: at most (counted nodes x value slots x classes) rows, far fewer than the data's."""
+    source = DuckDBSource(parquet=str(agrawal_dir))
+    returned = []
+    run = source.query_table
+    source.query_table = lambda sql, ordered=False: returned.append(run(sql, ordered)) or returned[-1]
+    clf = DecisionTreeClassifier(max_depth=8, max_bins=64).fit(source, target="class")
+    assert clf.grow_stats_.kept_rows == 0
+    assert len(returned) == clf.n_passes_ == 9
+    slots = 9 * 66  # 9 attributes, at most 64 bins + 1 + the missing slot each
+    for level, table in enumerate(returned[1:]):
+        assert table.num_rows <= (2 ** level) * slots * 2
+    profile_rows = returned[0].num_rows  # bounded by the sample (and distinct values), not the data
+    assert profile_rows <= 64 * 9 + 100
+    assert max(t.num_rows for t in returned[1:]) < 300_000 / 10
+
+
+# -- scoring in the database ----------------------------------------------------------------
+
+def test_to_sql_and_predict_in_duckdb_match_python(tmp_path):
+    path = dataset_path("adult_train")
+    clf = fit(path, max_depth=7, max_bins=64)
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE adult AS SELECT row_number() OVER () AS id, * FROM read_parquet('{path}')")
+    src = DuckDBSource(table="adult", connection=con)
+    expected = clf.predict(path)
+    np.testing.assert_array_equal(clf.predict(src), expected)  # leaves computed in DuckDB
+    np.testing.assert_allclose(clf.predict_proba(src), clf.predict_proba(path))
+    rel = clf.predict_in_database(src, columns=["id"], proba=True)
+    got = rel.order("id").to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.order("id").arrow()
+    np.testing.assert_array_equal(np.array(got.column("prediction").to_pylist()), expected)
+    for k, c in enumerate(clf.classes_):
+        np.testing.assert_allclose(got.column(f"proba_{c}").to_numpy(), clf.predict_proba(path)[:, k])
+    assert clf.predict_in_database(src, into="scores", columns=["id"]) == "scores"
+    assert con.execute("SELECT count(*) FROM scores").fetchone()[0] == len(expected)
+    with pytest.raises(SourceError, match="scores"):
+        clf.predict_in_database(src, into="scores")  # exists already: an error, the table untouched
+    # unseen categories and missing values take the branches predict takes
+    odd = pa.table({c: pa.array([None, None], pa.table(pq.read_table(path)).schema.field(c).type)
+                    for c in clf.feature_names_in_})
+    odd = odd.set_column(odd.schema.get_field_index("workclass"), "workclass", pa.array(["never-seen", None]))
+    con.register("odd", odd)
+    np.testing.assert_array_equal(clf.predict(DuckDBSource(query="SELECT * FROM odd", connection=con)),
+                                  clf.predict(odd))
+
+
+# -- hostile names and values ---------------------------------------------------------------
+
+HOSTILE = {"age": "select", "workclass": 'a"b', "education": "naïve col", "hours_per_week": "hours per week"}
+
+
+def hostile_table():
+    t = pq.read_table(dataset_path("adult_train")).slice(0, 8000)
+    t = t.rename_columns([HOSTILE.get(c, c) for c in t.column_names])
+    occupation = t.column("occupation").to_pylist()
+    for i in range(0, len(occupation), 7):
+        occupation[i] = "'); DROP TABLE t; --"
+    return t.set_column(t.schema.get_field_index("occupation"), "occupation", pa.array(occupation))
+
+
+def test_hostile_names_and_values_in_duckdb():
+    t = hostile_table()
+    ref = fit(t, max_bins=None)
+    assert "'); DROP TABLE t; --" in ref.tree_.categories[ref.feature_names_in_.tolist().index("occupation")]
+    con = duckdb.connect()
+    con.register("source rows", t)
+    con.execute('CREATE TABLE "weird ""table"" name" AS SELECT * FROM "source rows"')
+    con.execute("CREATE TABLE t AS SELECT 1 AS canary")
+    src = DuckDBSource(table='weird "table" name', connection=con)
+    same(ref, fit(src, max_bins=None))
+    np.testing.assert_array_equal(fit(src, max_bins=None).predict(src), ref.predict(t))
+    assert con.execute("SELECT canary FROM t").fetchone()[0] == 1
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+def test_bad_sql_input_names_the_culprit():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT 1 AS x, 'a' AS class UNION ALL SELECT 2, 'b'")
+    with pytest.raises(SourceError, match="SELEC"):
+        DuckDBSource(query="SELEC x FROM t", connection=con)
+    with pytest.raises(SourceError, match="missing_table"):
+        DuckDBSource(table="missing_table", connection=con)
+    with pytest.raises(SourceError, match="no_such"):
+        DecisionTreeClassifier().fit(DuckDBSource(table="t", connection=con), target="no_such")
+    with pytest.raises(SourceError, match="nowhere.duckdb"):
+        DuckDBSource(table="t", database="/nonexistent/nowhere.duckdb")
+    with pytest.raises(SourceError, match="exactly one"):
+        DuckDBSource(table="t", query="SELECT 1", connection=con)
+    port = load_script("postgres_server")._free_port()  # nothing listens there
+    with pytest.raises(SourceError, match=f"127.0.0.1:{port}"):
+        PostgresSource(f"postgresql://nobody@127.0.0.1:{port}/db", table="t", connect_timeout=3)
+
+
+# -- PostgreSQL (a real server, started by the fixture) -------------------------------------
+
+@pytest.fixture(scope="module")
+def pg(postgres_url, agrawal_dir):
+    server = load_script("postgres_server")
+    adult = pq.read_table(dataset_path("adult_train"))
+    server.load_table(postgres_url, "adult", adult, replace=True)
+    server.load_table(postgres_url, 'weird "table" name', hostile_table(), replace=True)
+    agrawal = pq.read_table(str(agrawal_dir))
+    server.load_table(postgres_url, "agrawal", agrawal, replace=True)
+    return postgres_url
+
+
+def test_postgres_equals_parquet_exact_and_binned(pg, agrawal_dir):
+    path = dataset_path("adult_train")
+    for max_bins in (None, 32):
+        same(fit(path, max_bins=max_bins), fit(PostgresSource(pg, table="adult"), max_bins=max_bins))
+    # binned past the sample: the row hash computed by PostgreSQL picks the Parquet source's rows
+    same(fit(str(agrawal_dir), max_bins=255, max_depth=5), fit(PostgresSource(pg, table="agrawal"), max_bins=255,
+                                                                 max_depth=5))
+
+
+def test_postgres_scoring_with_to_sql_matches_predict_row_for_row(pg):
+    path = dataset_path("adult_train")
+    clf = fit(path, max_depth=8, max_bins=None)
+    src = PostgresSource(pg, table="adult")
+    expected = clf.predict(path)
+    import psycopg
+    with psycopg.connect(pg) as conn:
+        got = [r[0] for r in conn.execute(f"SELECT {clf.tree_.to_sql('postgres')} FROM adult").fetchall()]
+        proba = [r[0] for r in conn.execute(f"SELECT {clf.tree_.to_sql('postgres', 'probability')} FROM adult")]
+    np.testing.assert_array_equal(np.array(got), expected)
+    np.testing.assert_allclose(proba, clf.predict_proba(path).max(axis=1))
+    np.testing.assert_array_equal(clf.predict(src), expected)
+    assert clf.predict_in_database(src, into="adult_scores", proba=True) == "adult_scores"
+    with psycopg.connect(pg) as conn:
+        assert conn.execute("SELECT count(*) FROM adult_scores").fetchone()[0] == len(expected)
+        conn.execute("DROP TABLE adult_scores")
+
+
+def test_postgres_hostile_names_and_values(pg):
+    t = hostile_table()
+    ref = fit(t, max_bins=None)
+    src = PostgresSource(pg, table='weird "table" name')
+    got = fit(src, max_bins=None)
+    same(ref, got)
+    np.testing.assert_array_equal(got.predict(src), ref.predict(t))
+
+
+def test_postgres_bad_input(pg):
+    with pytest.raises(SourceError, match="SELEC"):
+        PostgresSource(pg, query="SELEC 1")
+    with pytest.raises(SourceError, match="missing_table"):
+        PostgresSource(pg, table="missing_table")
+    with pytest.raises(SourceError, match="not_a_column"):
+        DecisionTreeClassifier().fit(PostgresSource(pg, table="adult"), target="not_a_column")
