@@ -124,7 +124,9 @@ def routing_case(root: int, first_child, n_children, branches, leaf, wanted=None
     """The node a row reaches, as nested ``CASE`` expressions.
 
     ``branches(k)`` gives node ``k``'s split as ``(conditions, default)``: a list of
-    ``(SQL condition, branch)`` tried in order and the branch taken otherwise; ``leaf(k)`` is
+    ``(SQL condition, branch)`` tried in order and the branch taken otherwise (a condition that
+    is NULL for a missing value counts as false, so missing values reach their branch only
+    through an explicit ``IS NULL`` condition or the default); ``leaf(k)`` is
     the SQL value of a node that is not split.  ``wanted`` (a flag per node, optional) marks
     the nodes whose rows matter: a subtree holding none becomes ``NULL``, so the text grows
     with the part of the tree that is counted, not with the whole tree.
@@ -143,7 +145,13 @@ def routing_case(root: int, first_child, n_children, branches, leaf, wanted=None
             return leaf(k)
         conditions, default = branches(k)
         kid = int(first_child[k])
-        parts = " ".join(f"WHEN {cond} THEN {walk(kid + b)}" for cond, b in conditions)
+        # one WHEN per child (its conditions or-ed), so every subtree is written once; the default
+        # child's own conditions are implied by ELSE
+        by_child: dict[int, list[str]] = {}
+        for cond, b in conditions:
+            if b != default:
+                by_child.setdefault(b, []).append(cond)
+        parts = " ".join(f"WHEN {' OR '.join(conds)} THEN {walk(kid + b)}" for b, conds in by_child.items())
         return f"CASE {parts} ELSE {walk(kid + default)} END" if parts else walk(kid + default)
     return walk(root)
 
