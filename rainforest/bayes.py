@@ -146,6 +146,11 @@ class BayesPass:
     def merge(self, a: BayesCounts, b: BayesCounts) -> BayesCounts:
         return a.merge(b)
 
+    def sql_aggregate(self, relation):
+        """This pass as one ``GROUPING SETS`` query over a SQL relation (unit weights), else None."""
+        from .pushdown import bayes_query
+        return bayes_query(self, relation)
+
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def class_moments(X, codes, w, k):

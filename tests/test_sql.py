@@ -249,3 +249,29 @@ def test_postgres_bad_input(pg):
         PostgresSource(pg, table="missing_table")
     with pytest.raises(SourceError, match="not_a_column"):
         DecisionTreeClassifier().fit(PostgresSource(pg, table="adult"), target="not_a_column")
+
+
+# -- naive Bayes: one GROUP BY query ----------------------------------------------------------
+
+def _bayes_on(source, path):
+    from rainforest import NaiveBayesClassifier
+    queries = []
+    run = source.query_table
+    source.query_table = lambda sql, ordered=False: queries.append(sql) or run(sql, ordered)
+    nb = NaiveBayesClassifier().fit(source, target="class")
+    ref = NaiveBayesClassifier().fit(path, target="class")
+    assert nb.n_passes_ == ref.n_passes_ == 1
+    assert len(queries) == 1 and "GROUPING SETS" in queries[0]  # pushed down, not streamed
+    np.testing.assert_allclose(nb.predict_proba(path), ref.predict_proba(path), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["adult_train", "magic"])
+def test_naive_bayes_in_one_duckdb_query(name):
+    path = dataset_path(name)
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE t AS SELECT * FROM read_parquet('{path}')")
+    _bayes_on(DuckDBSource(table="t", connection=con), path)
+
+
+def test_naive_bayes_in_one_postgres_query(pg):
+    _bayes_on(PostgresSource(pg, table="adult"), dataset_path("adult_train"))
