@@ -146,7 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
         "  rainforest train 'data/*.parquet' --target y --model m.json --max-depth 8 --exact \\\n"
         "      --categorical zipcode car --memory-budget 512MB\n"
         "  rainforest train /data/train --target class --model /data/model.json --scheduler tcp://scheduler:8786")
-    p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with the training rows")
+    p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with the training rows; or a DuckDB "
+                   "database file or a postgresql:// URL, with --table or --query")
+    _add_sql_options(p)
     p.add_argument("--target", required=True, metavar="COL", help="the label column")
     p.add_argument("--model", required=True, metavar="PATH", help="where to write the model (JSON)")
     p.add_argument("--criterion", choices=["gini", "entropy", "gain_ratio"], default="gini",
@@ -207,7 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
         "columns, such as the label, which are ignored.",
         "example:\n  rainforest predict model.json data/new/ --out predictions.parquet --proba")
     p.add_argument("model", metavar="MODEL", help="model file written by 'rainforest train'")
-    p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with the rows to predict")
+    p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with the rows to predict; or a "
+                   "DuckDB database file or a postgresql:// URL, with --table or --query")
+    _add_sql_options(p)
     p.add_argument("--out", required=True, metavar="PATH", help="Parquet file to write")
     p.add_argument("--proba", action="store_true", help="also write the probability of each class")
     p.set_defaults(func=cmd_predict)
@@ -220,7 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
         "and counted.",
         "example:\n  rainforest evaluate model.json data/test/ --target label")
     p.add_argument("model", metavar="MODEL", help="model file written by 'rainforest train'")
-    p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with labelled rows")
+    p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with labelled rows; or a DuckDB "
+                   "database file or a postgresql:// URL, with --table or --query")
+    _add_sql_options(p)
     p.add_argument("--target", metavar="COL", default=None,
                    help="the label column (default: the column the model was trained on)")
     p.set_defaults(func=cmd_evaluate)
@@ -348,7 +354,7 @@ def cmd_train(args) -> int:
         memory_budget=args.memory_budget, algorithm=args.algorithm, spill_dir=args.spill_dir,
         batch_size=args.batch_size,
         n_jobs=args.n_jobs, verbose=args.verbose)
-    data = args.data
+    data = _open_data(args)
     if args.scheduler is not None:  # fails here, naming the address, if the scheduler cannot be reached
         from storage import DaskSource
 
@@ -372,8 +378,35 @@ def cmd_train(args) -> int:
     return 0
 
 
+def _add_sql_options(p) -> None:
+    p.add_argument("--table", metavar="NAME", default=None,
+                   help="with a DuckDB file or a PostgreSQL URL as DATA: the table or view to read")
+    p.add_argument("--query", metavar="SQL", default=None,
+                   help="with a DuckDB file or a PostgreSQL URL as DATA: a query whose rows to read")
+
+
+def _open_data(args):
+    """DATA as what fit / predict accept: a PostgreSQL URL or a DuckDB database file (with --table
+    or --query) becomes a SQL source, whose passes run in the database; anything else is Parquet."""
+    data, table, query = args.data, args.table, args.query
+    is_pg = data.startswith(("postgresql://", "postgres://"))
+    is_duckdb = data.lower().endswith((".duckdb", ".ddb"))
+    if not (is_pg or is_duckdb):
+        if table is not None or query is not None:
+            raise ValueError("--table and --query need DATA to be a DuckDB file (.duckdb) or a postgresql:// URL")
+        return data
+    if (table is None) == (query is None):
+        raise ValueError(f"give exactly one of --table and --query with {'the URL' if is_pg else 'the DuckDB file'} "
+                         f"{data!r}")
+    from storage import DuckDBSource, PostgresSource
+
+    if is_pg:
+        return PostgresSource(data, table=table, query=query)
+    return DuckDBSource(table=table, query=query, database=data)
+
+
 # -- predict ---------------------------------------------------------------------------
-def _scan(clf, data: str, extra: list[str]):
+def _scan(clf, data, extra: list[str]):
     """Batches of ``data`` holding the model's features and ``extra`` columns (one counted pass)."""
     import pyarrow as pa
 
@@ -404,7 +437,7 @@ def cmd_predict(args) -> int:
     try:
         writer = None
         try:
-            for table in _scan(clf, args.data, []):
+            for table in _scan(clf, _open_data(args), []):
                 proba = clf.predict_proba(table)
                 cols = [pa.array(classes[np.argmax(proba, axis=1)])]
                 if args.proba:
@@ -487,7 +520,7 @@ def cmd_evaluate(args) -> int:
 
     clf = _load(args.model)
     target = args.target or clf.tree_.target
-    labels, cm, n_missing = confusion_matrix(clf, args.data, target)
+    labels, cm, n_missing = confusion_matrix(clf, _open_data(args), target)
     total = int(cm.sum())
     if total == 0:
         raise ValueError(f"{args.data!r} holds no row with a label in column {target!r}")

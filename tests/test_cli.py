@@ -261,3 +261,32 @@ def test_bad_option_is_a_usage_error(option, named, data, tmp_path):
     assert r.stderr.splitlines()[-1].startswith(f"rainforest train: error: argument {named}")
     assert "Traceback" not in r.stderr
     assert os.listdir(tmp_path) == []
+
+
+def test_train_predict_evaluate_on_a_duckdb_file(trained, tmp_path):
+    """DATA may be a DuckDB database file with --table or --query: the same model as from Parquet,
+    predictions row for row, and one-line errors for a missing table or a missing --table."""
+    import duckdb
+
+    model, clf, _ = trained
+    data = model.parent
+    db = tmp_path / "agrawal.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute(f"CREATE TABLE train AS SELECT * FROM read_parquet('{data}/train/**/*.parquet')")
+        con.execute(f"CREATE TABLE test AS SELECT * FROM read_parquet('{data}/test/**/*.parquet')")
+    out = tmp_path / "model.json"
+    r = run_cli("train", db, "--table", "train", "--target", "class", "--model", out, *TRAIN_OPTIONS, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert rainforest.load(out).tree_.to_json() == clf.tree_.to_json()
+    pred = tmp_path / "pred.parquet"
+    r = run_cli("predict", out, db, "--query", "SELECT * FROM test", "--out", pred, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(pq.read_table(pred).column("prediction").to_numpy(),
+                                  clf.predict(str(data / "test")))
+    r = run_cli("evaluate", out, db, "--table", "test", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert float(field(r.stdout, "accuracy").split()[0]) == pytest.approx(clf.score(str(data / "test"), target="class"), abs=1e-4)
+    for args, named in ((["--table", "nowhere"], "nowhere"), ([], "--table")):
+        r = run_cli("train", db, *args, "--target", "class", "--model", tmp_path / "m2.json", cwd=tmp_path)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and named in r.stderr, r.stderr
+        assert not (tmp_path / "m2.json").exists()
