@@ -8,6 +8,8 @@ NaiveBayesClassifier
     Naive Bayes in one pass (Gaussian or binned numerics, Laplace-corrected categories).
 AdaBoostClassifier
     SAMME boosting of stumps, shallow trees or naive Bayes, one pass per round.
+RandomForestClassifier
+    Random forests (Forest-RI / Forest-RC) whose trees grow together, one pass per level.
 load
     Read a model saved with ``save``.
 Tree
@@ -17,7 +19,8 @@ from .errors import BudgetError, DataError, NotFittedError
 from .bayes import NaiveBayesClassifier
 from .boosting import AdaBoostClassifier
 from .estimators import DecisionTreeClassifier, load, root_avc_group
+from .forest import RandomForestClassifier
 from .tree import Tree
 
-__all__ = ["DecisionTreeClassifier", "NaiveBayesClassifier", "AdaBoostClassifier", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "NotFittedError"]
+__all__ = ["DecisionTreeClassifier", "NaiveBayesClassifier", "AdaBoostClassifier", "RandomForestClassifier", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "NotFittedError"]
 __version__ = "0.1.0"

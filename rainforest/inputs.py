@@ -94,7 +94,11 @@ def training_data(X, y, target, sample_weight, features) -> TrainingData:
 
 def _y_name(y, X) -> str:
     name = getattr(y, "name", None)
-    taken = set(getattr(X, "columns", getattr(X, "column_names", [])) or [])
+    if isinstance(X, (pa.Table, pa.RecordBatch)):
+        taken = set(X.column_names)
+    else:  # a DataFrame's column Index (whose truth value is ambiguous), a dict's keys, or nothing
+        cols = getattr(X, "columns", None)
+        taken = set(cols) if cols is not None else set(X) if isinstance(X, dict) else set()
     if isinstance(name, str) and name and name not in taken:
         return name
     return "y" if "y" not in taken else "__target__"

@@ -10,7 +10,8 @@ level routes and counts them without decoding or searching cuts again.
 
 One set of kernels serves every row supply (a data pass, rows kept in
 memory, spill partitions): :func:`descend` moves rows to the frontier and
-:func:`rainforest.avc.accumulate` counts them.
+:func:`rainforest.avc.accumulate` counts them.  :func:`step` is the routing step itself, which
+the random forest's counting kernel (:mod:`rainforest.forest`) shares.
 """
 from __future__ import annotations
 
@@ -63,6 +64,29 @@ def to_slots(X, kinds, n_slots, cuts, cut_offsets, lut_lo, lut_scale, lut, lut_o
                 out[i, a] = min(int(v), miss)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def step(S, i, k, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots):
+    """The child of the split node ``k`` that row ``i`` of ``S`` goes to (see :func:`descend`): the
+    one routing step of every kernel that moves encoded rows down a tree."""
+    f = feature[k]
+    s = S[i, f]
+    if branch_offset[k] >= 0:
+        b = slot_branch[branch_offset[k] + s]
+    elif s == n_slots[f]:
+        b = missing_branch[k]
+    else:
+        b = 0 if s <= slot_cut[k] else 1
+    return first_child[k] + b
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def walk(S, i, k, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots):
+    """The leaf (or frontier node) that row ``i`` of ``S`` reaches from node ``k``, by :func:`step`."""
+    while first_child[k] >= 0:
+        k = step(S, i, k, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots)
+    return k
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
 def descend(S, node, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots):
     """Move each row from ``node[i]`` down to the leaf (or frontier node) its slots lead to.
@@ -73,18 +97,8 @@ def descend(S, node, feature, first_child, slot_branch, branch_offset, slot_cut,
     counted (slots holding no row of the node may go either way), so rows go exactly where they
     were counted, and exact mode needs no table as long as the attribute's distinct values."""
     for i in numba.prange(node.shape[0]):
-        k = node[i]
-        while first_child[k] >= 0:
-            f = feature[k]
-            s = S[i, f]
-            if branch_offset[k] >= 0:
-                b = slot_branch[branch_offset[k] + s]
-            elif s == n_slots[f]:
-                b = missing_branch[k]
-            else:
-                b = 0 if s <= slot_cut[k] else 1
-            k = first_child[k] + b
-        node[i] = k
+        node[i] = walk(S, i, node[i], feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch,
+                       n_slots)
 
 
 @dataclass
