@@ -23,8 +23,8 @@ from .avc import root_avc
 from .dask_predict import lazy_on_dask
 from .errors import DataError, NotFittedError
 from .estimators import numba_threads
-from .inputs import accuracy, attribute_kinds, feature_tables, training_data
-from .params import ParamsMixin
+from .inputs import attribute_kinds, feature_tables, training_data
+from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
 from .schema import CATEGORICAL, category_values, numeric_values
 
@@ -207,7 +207,7 @@ def _label_codes(y: pa.Array) -> tuple[np.ndarray, list]:
 
 # -- the estimator --------------------------------------------------------------------------
 @lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
-class NaiveBayesClassifier(ParamsMixin):
+class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
     """Naive Bayes over data of any size, trained in one pass.
 
     Parameters
@@ -429,7 +429,3 @@ class NaiveBayesClassifier(ParamsMixin):
 
     def predict(self, X) -> np.ndarray:
         return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
-
-    def score(self, X, y=None, *, target=None) -> float:
-        """Accuracy on ``X``; with a path or Source, the labels come from ``target``."""
-        return accuracy(self.predict, X, y, target)

@@ -29,8 +29,8 @@ from .dask_predict import lazy_on_dask
 from .errors import DataError, NotFittedError
 from .estimators import DecisionTreeClassifier, numba_threads
 from .grow import grow_tree
-from .inputs import accuracy, attribute_kinds, feature_tables, training_data
-from .params import ParamsMixin
+from .inputs import attribute_kinds, feature_tables, training_data
+from .params import ClassifierMixin, ParamsMixin
 from .schema import Label, numeric_values
 
 BOOST_WEIGHT = "__boost_weight__"
@@ -133,7 +133,7 @@ def _scaled(counts: BayesCounts, s: float) -> BayesCounts:
 
 
 @lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
-class AdaBoostClassifier(ParamsMixin):
+class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
     """AdaBoost with the SAMME rule, for any number of classes, over data of any size.
 
     Parameters
@@ -344,7 +344,3 @@ class AdaBoostClassifier(ParamsMixin):
 
     def predict(self, X) -> np.ndarray:
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
-
-    def score(self, X, y=None, *, target=None) -> float:
-        """Accuracy on ``X``; with a path or Source, the labels come from ``target``."""
-        return accuracy(self.predict, X, y, target)

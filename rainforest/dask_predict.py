@@ -29,12 +29,12 @@ _METHODS = {"predict": "labels", "apply": "labels", "predict_proba": "matrix", "
 
 
 def lazy_on_dask(cls):
-    """Class decorator: the prediction methods ``cls`` defines become lazy on Dask DataFrames.
+    """Class decorator: the prediction methods of ``cls`` (its own or inherited) become lazy on Dask DataFrames.
 
     Other inputs go to the original methods unchanged.
     """
     for name, kind in _METHODS.items():
-        method = cls.__dict__.get(name)
+        method = getattr(cls, name, None)  # its own or inherited (rainforest.params.ClassifierMixin)
         if method is not None:
             setattr(cls, name, _lazy_method(method, kind))
     return cls

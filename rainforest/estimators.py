@@ -17,8 +17,8 @@ from .criteria import CRITERIA
 from .dask_predict import lazy_on_dask
 from .errors import DataError, NotFittedError
 from .grow import GrowParams, grow_tree
-from .inputs import accuracy, attribute_kinds, feature_tables, training_data
-from .params import ParamsMixin
+from .inputs import attribute_kinds, feature_tables, training_data
+from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
 from .tree import Tree, write_atomic
 
@@ -48,7 +48,7 @@ def numba_threads(n_jobs):
 
 
 @lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
-class DecisionTreeClassifier(ParamsMixin):
+class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
     """A decision tree grown from AVC-groups, over data of any size.
 
     Each level of the tree costs one pass over the data (more when the level's
@@ -308,19 +308,6 @@ class DecisionTreeClassifier(ParamsMixin):
         """Class probabilities: the class distribution of each row's leaf."""
         leaves = self._leaves(X)  # checks that the model is fitted
         return self.tree_.leaf_proba()[leaves]
-
-    def predict(self, X) -> np.ndarray:
-        """The most probable class of each row (the first one on ties, as scikit-learn)."""
-        proba = self.predict_proba(X)  # checks that the model is fitted before classes_ is read
-        return self.classes_[np.argmax(proba, axis=1)]
-
-    def predict_log_proba(self, X) -> np.ndarray:
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
-
-    def score(self, X, y=None, *, target=None) -> float:
-        """Accuracy on ``X``; with a path or Source, the labels come from ``target``."""
-        return accuracy(self.predict, X, y, target)
 
     @property
     def feature_importances_(self) -> np.ndarray:

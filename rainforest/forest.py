@@ -45,8 +45,8 @@ from .errors import BudgetError, DataError, NotFittedError
 from .estimators import (MODEL_FORMAT, MODEL_VERSION, DecisionTreeClassifier, _is_int, _jsonable_params,
                          _params_from_json, numba_threads)
 from .grow import EPSILON, GrowParams, PassMeter, _Nodes, _pre_leaf, _split, branch_totals
-from .inputs import accuracy, attribute_kinds, feature_tables, training_data
-from .params import ParamsMixin
+from .inputs import attribute_kinds, feature_tables, training_data
+from .params import ClassifierMixin, ParamsMixin
 from .profile import quantile_edges
 from .rowhash import M32, row_hash
 from .rows import encode_rows, slot_dtype, step, to_slots
@@ -651,7 +651,7 @@ def _pack(job_bytes: np.ndarray, cap: int):
 
 # -- the estimator -------------------------------------------------------------------------------
 @lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
-class RandomForestClassifier(ParamsMixin):
+class RandomForestClassifier(ClassifierMixin, ParamsMixin):
     """A random forest whose trees grow together: one pass over the data per level for all of them.
 
     Parameters
@@ -1056,19 +1056,6 @@ class RandomForestClassifier(ParamsMixin):
                     proba += self._leaf_proba(t)[tree.apply(self._tree_input(t, Xe))]
                 parts.append(proba / len(self.estimators_))
         return np.concatenate(parts) if parts else np.empty((0, self.n_classes_))
-
-    def predict(self, X) -> np.ndarray:
-        """The most probable class of each row (the first one on ties, as scikit-learn)."""
-        proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
-
-    def predict_log_proba(self, X) -> np.ndarray:
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
-
-    def score(self, X, y=None, *, target=None) -> float:
-        """Accuracy on ``X``; with a path or Source, the labels come from ``target``."""
-        return accuracy(self.predict, X, y, target)
 
     @property
     def feature_importances_(self) -> np.ndarray:

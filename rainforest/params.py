@@ -1,7 +1,12 @@
-"""scikit-learn's estimator conventions (get_params / set_params / clone / repr) without depending on it."""
+"""scikit-learn's estimator conventions (get_params / set_params / clone / repr, and the prediction
+methods that follow from ``predict_proba``) without depending on it."""
 from __future__ import annotations
 
 import inspect
+
+import numpy as np
+
+from .inputs import accuracy
 
 
 class ParamsMixin:
@@ -36,3 +41,20 @@ def _equal(a, b) -> bool:
         return bool(a == b)
     except Exception:
         return False
+
+
+class ClassifierMixin:
+    """``predict``, ``predict_log_proba`` and ``score`` from a class's ``predict_proba``."""
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class of each row (the first one on ties, as scikit-learn)."""
+        proba = self.predict_proba(X)  # checks that the model is fitted before classes_ is read
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def score(self, X, y=None, *, target=None) -> float:
+        """Accuracy on ``X``; with a path or Source, the labels come from ``target``."""
+        return accuracy(self.predict, X, y, target)
