@@ -116,14 +116,18 @@ class ProfileTask:
             self._update_sample(p, np.column_stack(numeric_block), h if chosen is None else h[chosen])
         return p
 
-    def _update_label(self, p: Profile, col) -> None:
+    def check_label(self, col) -> pa.Array:
+        """The label column as a plain array; a DataError if it holds nulls or NaN."""
         arr = category_values(col)
         if arr.null_count:
             raise DataError(f"the target column {self.target!r} of {self.where} has null values; "
                             f"drop those rows or fill them")
         if pa.types.is_floating(arr.type) and pc.any(pc.is_nan(arr)).as_py():
             raise DataError(f"the target column {self.target!r} of {self.where} has NaN values")
-        vc = pc.value_counts(arr)
+        return arr
+
+    def _update_label(self, p: Profile, col) -> None:
+        vc = pc.value_counts(self.check_label(col))
         for v, c in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
             p.label_counts[v] = p.label_counts.get(v, 0) + c
 

@@ -231,23 +231,19 @@ def profile_query(task, relation) -> AggregateQuery:
     def finish(table: pa.Table):
         p = Profile(columns={c: ColumnProfile(task.kinds[c]) for c in names})
         part = table.column("part").to_numpy(zero_copy_only=False)
-        g = table.column("g").to_pandas().to_numpy()
+        gf = table.column("g").fill_null(-2).to_numpy(zero_copy_only=False).astype(np.int64)  # -2: the empty set
         n = table.column("n").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         main = part == 0
-        total = main & np.isnan(g.astype(np.float64))
+        total = main & (gf == -2)
         p.n_rows = int(n[total].sum())
         bad = table.column("bad_w").to_numpy(zero_copy_only=False)[total]
         if task.weight is not None and bad.sum() > 0:
             value = table.column("bad_w_value").to_pylist()[int(np.flatnonzero(total)[0])]
             raise DataError(f"the weight column {task.weight!r} of {task.where} has {int(bad.sum())} bad value(s), "
                             f"such as {value!r} (weights must be finite and >= 0)")
-        gf = np.where(np.isnan(g.astype(np.float64)), -2, g.astype(np.float64)).astype(np.int64)
-        label_rows = np.flatnonzero(main & (gf == -1))
-        ys = table.column("y").take(pa.array(label_rows))
-        task._update_label(p, ys.filter(pa.array(np.ones(len(ys), bool))))  # the null and NaN checks
-        p.label_counts = {}
-        for v, c in zip(ys.to_pylist(), n[label_rows]):
-            p.label_counts[v] = p.label_counts.get(v, 0) + int(c)
+        label_rows = np.flatnonzero(main & (gf == -1))  # one row per class
+        ys = task.check_label(table.column("y").take(pa.array(label_rows)))
+        p.label_counts = {v: int(c) for v, c in zip(ys.to_pylist(), n[label_rows])}
         groups = table.column("groups").to_numpy(zero_copy_only=False)
         infs = table.column("infs").to_numpy(zero_copy_only=False)
         key_null = table.column("key_null").to_numpy(zero_copy_only=False)
@@ -266,15 +262,12 @@ def profile_query(task, relation) -> AggregateQuery:
             if len(rows) and infs[rows[0]]:
                 raise DataError(f"column {c!r} of {task.where} holds {int(infs[rows[0]])} infinite value(s); "
                                 f"infinite values cannot be split on (use null or NaN for missing values)")
-            x = values.to_numpy(zero_copy_only=False).astype(np.float64)
-            counts = n[rows]
+            cp.nonmissing = int(nonmissing[rows[0]]) if len(rows) else 0
             if len(rows) and j in sampled and groups[rows[0]] > task.max_bins + 1:
-                cp.distinct = None
-                cp.nonmissing = int(nonmissing[rows[0]])
+                cp.distinct = None  # its values were not sent
             else:
-                order = np.argsort(x[present], kind="stable")
-                cp.distinct = x[present][order]
-                cp.nonmissing = int(counts[present].sum())
+                x = values.to_numpy(zero_copy_only=False).astype(np.float64)[present]
+                cp.distinct = np.sort(x)
                 if j in sampled and len(cp.distinct) > task.max_bins:
                     cp.distinct = None
             if j in sampled:
@@ -288,7 +281,6 @@ def profile_query(task, relation) -> AggregateQuery:
 
     query.finish = finish
     return query
-
 
 
 # -- naive Bayes ------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from storage.sql import quote_ident, quote_text
+
 from .errors import DataError
 
 
@@ -30,9 +32,7 @@ class Dialect:
 
     def ident(self, name: str) -> str:
         """A double-quoted identifier (quotes inside doubled)."""
-        if not isinstance(name, str) or "\x00" in name:
-            raise DataError(f"{name!r} cannot be an SQL identifier")
-        return '"' + name.replace('"', '""') + '"'
+        return quote_ident(name)
 
     def xor(self, a: str, b: str) -> str:
         return f"({a} {self.xor_operator} {b})" if self.xor_operator else f"xor({a}, {b})"
@@ -64,9 +64,7 @@ class Dialect:
         if isinstance(value, decimal.Decimal):
             return f"CAST('{value}' AS NUMERIC)"
         if isinstance(value, str):
-            if "\x00" in value:
-                raise DataError(f"the value {value!r} holds a NUL character, which SQL text cannot carry")
-            return "'" + value.replace("'", "''") + "'"
+            return quote_text(value)
         if isinstance(value, datetime.datetime):
             return f"CAST('{value.isoformat(sep=' ')}' AS TIMESTAMP)"
         if isinstance(value, datetime.date):

@@ -41,20 +41,24 @@ class SqlRelation:
     schema: pa.Schema
 
 
-def _ident(name: str) -> str:
-    if "\x00" in name:
+def quote_ident(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier (quotes inside doubled); the one quoting of names."""
+    if not isinstance(name, str) or "\x00" in name:
         raise SourceError(f"{name!r} cannot be an SQL identifier")
     return '"' + name.replace('"', '""') + '"'
 
 
-def _literal(text: str) -> str:
+def quote_text(text: str) -> str:
+    """``text`` as an SQL string literal (quotes inside doubled); the one quoting of text values."""
+    if "\x00" in text:
+        raise SourceError(f"the value {text!r} holds a NUL character, which SQL text cannot carry")
     return "'" + text.replace("'", "''") + "'"
 
 
 def _qualified(name: str | Sequence[str]) -> str:
     """A table name, quoted: ``"t"``, or ``"schema"."t"`` from a tuple/list."""
     parts = [name] if isinstance(name, str) else list(name)
-    return ".".join(_ident(p) for p in parts)
+    return ".".join(quote_ident(p) for p in parts)
 
 
 @dataclass
@@ -90,7 +94,7 @@ class SqlSource(Source):
     @staticmethod
     def quote(name: str) -> str:
         """``name`` as a double-quoted SQL identifier."""
-        return _ident(name)
+        return quote_ident(name)
 
     def select(self, items: str, into=None):
         """``SELECT items FROM`` the source, run in the database: written to the new table ``into``
@@ -110,7 +114,7 @@ class SqlSource(Source):
             yield pa.RecordBatch.from_arrays(list(batch.columns), names=list(columns))
 
     def _select_column(self, name: str) -> str:
-        return _ident(name)
+        return quote_ident(name)
 
     # engine specific
     def _from_sql(self) -> str:  # pragma: no cover - abstract
@@ -240,26 +244,26 @@ class DuckDBSource(SqlSource):
 
     def _from_sql(self) -> str:
         if self.relation_ is not None:
-            return _ident(SOURCE_VIEW)
+            return quote_ident(SOURCE_VIEW)
         if self.query is not None:
             return f"({self.query}) AS src"
         if self.table is not None:
             return _qualified(self.table)
-        files = ", ".join(_literal(f) for f in self._files)
+        files = ", ".join(quote_text(f) for f in self._files)
         offsets, start = [], 0
         for f, n in zip(self._files, self._file_rows):
-            offsets.append(f"WHEN {_literal(f)} THEN {start}")
+            offsets.append(f"WHEN {quote_text(f)} THEN {start}")
             start += n
         # the row's identity is the Parquet source's: the file's offset plus the row's number in it
         return (f"(SELECT * EXCLUDE (filename, file_row_number), file_row_number + CASE filename "
-                f"{' '.join(offsets)} END AS {_ident(ROW_ID)} FROM read_parquet([{files}], filename = true, "
+                f"{' '.join(offsets)} END AS {quote_ident(ROW_ID)} FROM read_parquet([{files}], filename = true, "
                 f"file_row_number = true, hive_partitioning = {'true' if self.hive_partitioning else 'false'})) AS src")
 
     def _row_id_sql(self) -> str:
         if self.row_id is not None:
-            return f"CAST({_ident(self.row_id)} AS BIGINT)"
+            return f"CAST({quote_ident(self.row_id)} AS BIGINT)"
         if self.parquet is not None:
-            return _ident(ROW_ID)
+            return quote_ident(ROW_ID)
         if self.table is not None and self._has_rowid():
             return "rowid"
         return "(row_number() OVER () - 1)"
@@ -403,11 +407,11 @@ class PostgresSource(SqlSource):
 
     def _row_id_sql(self) -> str:
         if self.row_id is not None:
-            return f"CAST({_ident(self.row_id)} AS BIGINT)"
+            return f"CAST({quote_ident(self.row_id)} AS BIGINT)"
         return "(row_number() OVER () - 1)"
 
     def _select_column(self, name: str) -> str:
-        c = _ident(name)
+        c = quote_ident(name)
         return f"CAST({c} AS double precision)" if name in self._numeric else c
 
     def _write_table(self, sql: str, target: str) -> None:
