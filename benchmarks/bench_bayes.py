@@ -36,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when run as a script
 import harness  # noqa: E402  (standard library only)
 from harness import LABEL, SEED, fmt as _fmt, vm_rss_mb as _vm_rss_mb  # noqa: E402
+from harness import rows_label  # noqa: E402
 
 CONTENDERS = ("duckdb", "rainforest")
 COLORS = {"duckdb": "#8c8c8c", "rainforest": "#2a7f62"}
@@ -159,13 +160,6 @@ def _ratio(rows, r):
     return r["seconds"] / base if _ok(r) and base else None
 
 
-def _rows_label(n: int) -> str:
-    for div, suffix in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "k")):
-        if n >= div and n % div == 0:
-            return f"{n // div}{suffix}"
-    return f"{n:,}"
-
-
 def write_markdown(path: Path, rows, info) -> None:
     m = info["machine"]
     sizes = "; ".join(f"{d['rows']:,} rows, {d['train_bytes'] / 1e9:.2f} GB in `{d['train']}`" for d in info["data"])
@@ -222,13 +216,13 @@ def write_markdown(path: Path, rows, info) -> None:
     if checks:
         lines.append("- Rows seen: rainforest's class counts add up to DuckDB's `count(*)` "
                      + ("at every size." if all(checks) else "**not** at every size (see the JSON)."))
-    warm = ", ".join(f"{r['name']} {_rows_label(r['rows'])} {r['warmup_seconds']:.2f} s" for r in rows
+    warm = ", ".join(f"{r['name']} {rows_label(r['rows'])} {r['warmup_seconds']:.2f} s" for r in rows
                      if r.get("warmup_seconds") is not None)
     lines.append("- Each child first does untimed set-up in the same process: DuckDB a trivial query on "
                  "its connection; rainforest a fit and predict on 5,000 other Agrawal rows from an "
                  "in-memory pyarrow table (loading or compiling its kernels)" + (f" ({warm})" if warm else "")
                  + ".")
-    base_rss = ", ".join(f"{r['name']} {_rows_label(r['rows'])} {r['rss_before_fit_mb']:.0f} MB" for r in rows
+    base_rss = ", ".join(f"{r['name']} {rows_label(r['rows'])} {r['rss_before_fit_mb']:.0f} MB" for r in rows
                          if r.get("rss_before_fit_mb") is not None)
     if base_rss:
         lines.append(f"- Resident memory just before the timed part (imports and warm-up): {base_rss}.")
@@ -264,7 +258,7 @@ def draw_plot(axes, rows, info) -> str:
             if key == "seconds":
                 ax.set_yscale("log")
         ax.set_xticks(info["rows_list"])
-        ax.set_xticklabels([_rows_label(n) for n in info["rows_list"]])
+        ax.set_xticklabels([rows_label(n) for n in info["rows_list"]])
         ax.minorticks_off()
         ax.margins(x=0.1, y=0.15)
         if key == "peak_rss_mb":

@@ -37,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when run as a script
 import harness  # noqa: E402  (standard library only)
 from harness import LABEL, SEED, fmt, vm_rss_mb  # noqa: E402
+from harness import local_spark, rows_label, status_kb  # noqa: E402
 
 CONTENDERS = ("rainforest", "sklearn", "lightgbm", "spark")
 COLORS = {"rainforest": "#2a7f62", "sklearn": "#4c72b0", "lightgbm": "#dd8452", "spark": "#8172b3"}
@@ -143,35 +144,14 @@ def _run_lightgbm(args) -> dict:
     return {**row, "n_leaves": int(sum(t["num_leaves"] for t in info))}
 
 
-def _status_kb(pid, key: str):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(key):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
 def _run_spark(args) -> dict:
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     t0 = time.perf_counter()
     from pyspark.ml.classification import RandomForestClassifier
     from pyspark.ml.evaluation import MulticlassClassificationEvaluator
     from pyspark.ml.feature import VectorAssembler
-    from pyspark.sql import SparkSession
     from pyspark.sql.functions import col
 
-    spark = (SparkSession.builder.master("local[2]").appName("bench_forest")
-             .config("spark.driver.memory", args.spark_driver_memory)
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    jvm_pid = int(spark._jvm.ProcessHandle.current().pid())
+    spark, jvm_pid = local_spark("bench_forest", args.spark_driver_memory)
     startup = time.perf_counter() - t0
 
     def prepare(df):
@@ -197,7 +177,7 @@ def _run_spark(args) -> dict:
     pred = model.transform(prepare(spark.read.parquet(os.path.abspath(args.test))))
     acc = float(MulticlassClassificationEvaluator(labelCol="label", predictionCol="prediction",
                                                   metricName="accuracy").evaluate(pred))
-    jvm_hwm = _status_kb(jvm_pid, "VmHWM:")  # read before the JVM goes away
+    jvm_hwm = status_kb(jvm_pid, "VmHWM:")  # read before the JVM goes away
     row = {"fit_seconds": fit, "read_seconds": None, "passes": None, "test_accuracy": acc, "threads": 2,
            "warmup_seconds": warmup, "startup_seconds": startup, "rss_before_fit_mb": rss0,
            "jvm_peak_rss_mb": jvm_hwm / 1024.0 if jvm_hwm is not None else None,
@@ -228,13 +208,6 @@ def _lgbm_ratio(rows, r):
     return None
 
 
-def _rows_label(n: int) -> str:
-    for div, suffix in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "k")):
-        if n >= div and n % div == 0:
-            return f"{n // div}{suffix}"
-    return f"{n:,}"
-
-
 def _verdict(flags) -> str:
     if not flags:
         return "not measured"
@@ -249,7 +222,7 @@ def _targets(rows, info) -> list:
     lg = _find(rows, big, "lightgbm")
     measured = (f"{ratio:.2f}× ({rf['fit_seconds']:.1f} s vs {lg['fit_seconds']:.1f} s)" if ratio is not None
                 else "not measured")
-    out.append((f"{_rows_label(big)} rows: rainforest's fit at most LightGBM rf's", measured,
+    out.append((f"{rows_label(big)} rows: rainforest's fit at most LightGBM rf's", measured,
                 _verdict([ratio <= TARGET_RATIO] if ratio is not None else [])))
     seq = [(n, _find(rows, n, "rainforest")) for n in info["rows_list"]]
     seq = [(n, r) for n, r in seq if r is not None and _ok(r) and r.get("peak_rss_mb") is not None]
@@ -258,11 +231,11 @@ def _targets(rows, info) -> list:
     flat = [seq[-1][1]["peak_rss_mb"] <= seq[0][1]["peak_rss_mb"] + room_mb] if len(seq) > 1 else []
     out.append((f"rainforest's peak RSS flat in the rows (the largest size's at most the smallest's + "
                 f"{room_mb:.0f} MB, the quarter of the budget RF-Hybrid may fill with rows)",
-                ", ".join(f"{_rows_label(n)} {r['peak_rss_mb']:.0f} MB" for n, r in seq) or "not measured",
+                ", ".join(f"{rows_label(n)} {r['peak_rss_mb']:.0f} MB" for n, r in seq) or "not measured",
                 _verdict(flat)))
     passes = [(n, r) for n, r in seq if r.get("passes") is not None]
     out.append((f"passes at most depth + {TARGET_EXTRA_PASSES} (not trees × depth)",
-                ", ".join(f"{_rows_label(n)} {r['passes']}" for n, r in passes) or "not measured",
+                ", ".join(f"{rows_label(n)} {r['passes']}" for n, r in passes) or "not measured",
                 _verdict([r["passes"] <= info["depth"] + TARGET_EXTRA_PASSES for _, r in passes])))
     return out
 
@@ -287,7 +260,7 @@ def write_markdown(path: Path, rows, info) -> None:
             passes = f"{r['passes']} (per level {r.get('passes_per_level')}, kept {r.get('kept_rows', 0):,} rows)"
         elif _ok(r):
             passes = "- (in memory)" if r["name"] != "spark" else "- (Spark caches binned rows)"
-        lines.append(f"| {_rows_label(r['rows'])} | {r['name']} | {fmt(r.get('fit_seconds'), '.1f')} | "
+        lines.append(f"| {rows_label(r['rows'])} | {r['name']} | {fmt(r.get('fit_seconds'), '.1f')} | "
                      f"{fmt(_lgbm_ratio(rows, r), '.2f')} | {passes} | {fmt(r.get('peak_rss_mb'), '.0f')} | "
                      f"{fmt(r.get('test_accuracy'), '.4f')} | {str(r['status']).replace('|', '/')[:140]} |")
     lines += ["", "## Targets", "", "| target | measured | verdict |", "|---|---|---|"]
@@ -334,7 +307,7 @@ def draw(axes, rows, info) -> str:
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         sizes = sorted({r["rows"] for r in rows})
         ax.set_xticks(sizes)
-        ax.set_xticklabels([_rows_label(n) for n in sizes])
+        ax.set_xticklabels([rows_label(n) for n in sizes])
         ax.minorticks_off()
         ax.set_xlabel("training rows")
         ax.set_title(title, fontsize=10)
@@ -385,7 +358,7 @@ def main(argv=None) -> int:
                              "train_bytes": size, "reused": reused})
         for name in contenders:
             cache = harness.warm_page_cache(train) if size < 0.5 * ram_bytes else None
-            print(f"{_rows_label(n)} {name} ..." + (f" (page cache warmed in {cache:.1f} s)" if cache else ""),
+            print(f"{rows_label(n)} {name} ..." + (f" (page cache warmed in {cache:.1f} s)" if cache else ""),
                   flush=True)
             child_args = ["--train", str(train), "--test", str(test), "--function", str(args.function),
                           "--trees", str(args.trees), "--depth", str(args.depth),

@@ -41,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when run as a script
 import harness  # noqa: E402  (standard library only)
 from harness import LABEL, ROOT, SEED, fmt as _fmt, vm_rss_mb as _vm_rss_mb  # noqa: E402
+from harness import local_spark, rows_label, status_kb  # noqa: E402
 
 CONTENDERS = ("rainforest-binned", "rainforest-exact", "sklearn", "lightgbm", "xgboost", "spark")
 COLORS = {"rainforest-binned": "#2a7f62", "rainforest-exact": "#7fbf7b", "sklearn": "#4c72b0",
@@ -168,35 +169,14 @@ def _run_xgboost(args) -> dict:
     return {**row, "n_leaves": sum(1 for line in dump.splitlines() if "leaf=" in line)}
 
 
-def _status_kb(pid, key: str):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(key):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
 def _run_spark(args) -> dict:
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     t0 = time.perf_counter()
     from pyspark.ml.classification import DecisionTreeClassifier
     from pyspark.ml.evaluation import MulticlassClassificationEvaluator
     from pyspark.ml.feature import VectorAssembler
-    from pyspark.sql import SparkSession
     from pyspark.sql.functions import col
 
-    spark = (SparkSession.builder.master("local[2]").appName("bench_scale")
-             .config("spark.driver.memory", args.spark_driver_memory)
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    jvm_pid = int(spark._jvm.ProcessHandle.current().pid())
+    spark, jvm_pid = local_spark("bench_scale", args.spark_driver_memory)
     max_heap_mb = int(spark._jvm.java.lang.Runtime.getRuntime().maxMemory()) / 2 ** 20
     startup = time.perf_counter() - t0
 
@@ -226,7 +206,7 @@ def _run_spark(args) -> dict:
     pred = model.transform(prepare(spark.read.parquet(os.path.abspath(args.test))))
     acc = float(MulticlassClassificationEvaluator(labelCol="label", predictionCol="prediction",
                                                   metricName="accuracy").evaluate(pred))
-    jvm_hwm = _status_kb(jvm_pid, "VmHWM:")  # read before the JVM goes away
+    jvm_hwm = status_kb(jvm_pid, "VmHWM:")  # read before the JVM goes away
     row = {"fit_seconds": fit, "read_seconds": None, "passes": None, "test_accuracy": acc, "threads": 2,
            "warmup_seconds": warmup, "startup_seconds": startup, "rss_before_fit_mb": rss0,
            "jvm_pid": jvm_pid, "jvm_peak_rss_mb": jvm_hwm / 1024.0 if jvm_hwm is not None else None,
@@ -300,8 +280,8 @@ def run_child(name: str, child_args, time_limit: float, setup_timeout: float) ->
             now = time.perf_counter()
             total = 0
             for member in _session_members(sid):
-                rss = _status_kb(member, "VmRSS:")
-                peak = _status_kb(member, "VmHWM:")
+                rss = status_kb(member, "VmRSS:")
+                peak = status_kb(member, "VmHWM:")
                 total += rss or 0
                 if peak is not None:
                     hwm[member] = max(hwm.get(member, 0), peak)
@@ -391,11 +371,11 @@ def _skip_reason(prev, basis, n: int, time_limit: float):
         predicted = basis["fit_seconds"] * n / basis["rows"]
         if predicted > time_limit:
             return (f"not run: predicted {predicted:.0f} s > time limit {time_limit:.0f} s "
-                    f"(from {basis['fit_seconds']:.1f} s at {_rows_label(basis['rows'])} rows)")
+                    f"(from {basis['fit_seconds']:.1f} s at {rows_label(basis['rows'])} rows)")
         return None
     if prev["status"].startswith("not run:"):
         return prev["status"]  # "not run: <status> at <size>", from a smaller size still
-    return f"not run: {prev['status'].split(':')[0]} at {_rows_label(prev['rows'])} rows"
+    return f"not run: {prev['status'].split(':')[0]} at {rows_label(prev['rows'])} rows"
 
 
 # ---------------------------------------------------------------------------
@@ -415,13 +395,6 @@ def _lgbm_ratio(rows, r):
     if _ok(r) and base is not None and _ok(base) and base["fit_seconds"] > 0:
         return r["fit_seconds"] / base["fit_seconds"]
     return None
-
-
-def _rows_label(n: int) -> str:
-    for div, suffix in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "k")):
-        if n >= div and n % div == 0:
-            return f"{n // div}{suffix}"
-    return f"{n:,}"
 
 
 def _count_label(n) -> str:
@@ -488,7 +461,7 @@ def _targets(rows, info) -> list:
                 rf, sk = _find(rows, f, n, name), _find(rows, f, n, "sklearn")
                 if rf is not None and sk is not None and _ok(rf) and _ok(sk):
                     d = 100.0 * (rf["test_accuracy"] - sk["test_accuracy"])
-                    parts.append(f"F{f} {_rows_label(n)}: {d:+.2f}")
+                    parts.append(f"F{f} {rows_label(n)}: {d:+.2f}")
                     verdicts.append(d >= -TARGET_ACC_POINTS)
         out.append((f"accuracy within {TARGET_ACC_POINTS:g} points of scikit-learn's exact tree ({name}; "
                     "rainforest − scikit-learn, points)",
@@ -499,7 +472,7 @@ def _targets(rows, info) -> list:
         seq = [(n, _find(rows, f, n, "rainforest-binned")) for n in info["rows_list"] if n < ONE_BILLION]
         seq = [(n, r) for n, r in seq if r is not None and _ok(r) and r.get("peak_rss_mb") is not None]
         if seq:
-            parts.append(f"F{f}: " + ", ".join(f"{_rows_label(n)} {r['peak_rss_mb']:.0f} MB" for n, r in seq))
+            parts.append(f"F{f}: " + ", ".join(f"{rows_label(n)} {r['peak_rss_mb']:.0f} MB" for n, r in seq))
         r100 = _find(rows, f, 100_000_000, "rainforest-binned")
         if r100 is not None and _ok(r100) and r100.get("peak_rss_mb") is not None:
             verdicts.append(r100["peak_rss_mb"] < TARGET_RSS_100M_MB)
@@ -515,12 +488,12 @@ def _targets(rows, info) -> list:
     parts, verdicts = [], []
     for r in big:
         if _ok(r):
-            parts.append(f"F{r['function']} {_rows_label(r['rows'])}: peak {_fmt(r.get('peak_rss_mb'), '.0f')} MB, "
+            parts.append(f"F{r['function']} {rows_label(r['rows'])}: peak {_fmt(r.get('peak_rss_mb'), '.0f')} MB, "
                          f"fit {r['fit_seconds']:.0f} s, {r.get('passes')} passes, accuracy "
                          f"{_fmt(r.get('test_accuracy'), '.4f')} ({source})")
             verdicts.append(r.get("peak_rss_mb") is not None and r["peak_rss_mb"] < TARGET_RSS_1B_MB)
         else:
-            parts.append(f"F{r['function']} {_rows_label(r['rows'])}: {r['status']} ({source})")
+            parts.append(f"F{r['function']} {rows_label(r['rows'])}: {r['status']} ({source})")
             verdicts.append(False)
     out.append((f"1 billion rows (larger than memory), rainforest-binned: peak RSS under {TARGET_RSS_1B_MB:.0f} MB",
                 "; ".join(parts) or f"not measured (no 1B result here nor in `{info.get('one_billion_json')}`)",
@@ -580,7 +553,7 @@ def write_markdown(path: Path, rows, info) -> None:
                 continue
             ok = _ok(r)
             rss = r.get("peak_rss_mb") if not str(r["status"]).startswith("not run") else None
-            lines.append(f"| {_rows_label(r['rows'])} | {r['name']} | {_fmt(r['fit_seconds'] if ok else None, '.2f')} | "
+            lines.append(f"| {rows_label(r['rows'])} | {r['name']} | {_fmt(r['fit_seconds'] if ok else None, '.2f')} | "
                          f"{_fmt(_lgbm_ratio(rows, r), '.2f')} | {_passes_cell(r)} | {_fmt(rss, '.0f')} | "
                          f"{_fmt(r.get('test_accuracy') if ok else None, '.4f')} | {_status_cell(r)} |")
     spark_rows = [r for r in rows if r["name"] == "spark" and _ok(r)]
@@ -609,7 +582,7 @@ def write_markdown(path: Path, rows, info) -> None:
         "process's exact peak; their sum bounds the tree's peak from above), or the sampled tree total below if "
         "that is larger. The parent samples the summed VmRSS of every process in the child's session every "
         f"{SAMPLE_EVERY} s (`tree_peak_rss_mb` in the JSON, a lower bound of the tree's peak)"
-        + (": for Spark " + ", ".join(f"{_rows_label(r['rows'])} F{r['function']} {_fmt(r.get('tree_peak_rss_mb'), '.0f')} MB sampled"
+        + (": for Spark " + ", ".join(f"{rows_label(r['rows'])} F{r['function']} {_fmt(r.get('tree_peak_rss_mb'), '.0f')} MB sampled"
                                        f" vs {_fmt(r.get('peak_rss_mb'), '.0f')} MB reported" for r in spark_rows)
            if spark_rows else "") + ". A killed child's peak is the sum of the VmHWM the sampler last saw of each process in its session.",
         "- Every child first runs an untimed warm-up fit on 5,000 rows (rainforest: Numba kernels from the "
@@ -674,7 +647,7 @@ def draw_plot(path: Path, rows, info) -> bool:
             ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
             sizes = sorted({r["rows"] for r in rows if r["function"] == f})
             ax.set_xticks(sizes)
-            ax.set_xticklabels([_rows_label(n) for n in sizes])
+            ax.set_xticklabels([rows_label(n) for n in sizes])
             ax.minorticks_off()
             ax.set_xlabel("training rows")
             ax.margins(x=0.1)
@@ -813,10 +786,10 @@ def main(argv=None) -> int:
                 if reason:
                     row = {"name": name, "status": reason, "fit_seconds": None, "passes": None,
                            "test_accuracy": None, "peak_rss_mb": None}
-                    print(f"F{f} {_rows_label(n)} {name}: {reason}", flush=True)
+                    print(f"F{f} {rows_label(n)} {name}: {reason}", flush=True)
                 else:
                     cache = harness.warm_page_cache(train) if warm_cache else None
-                    print(f"F{f} {_rows_label(n)} {name} ..." + (f" (page cache warmed in {cache:.1f} s)"
+                    print(f"F{f} {rows_label(n)} {name} ..." + (f" (page cache warmed in {cache:.1f} s)"
                                                                   if cache is not None else ""), flush=True)
                     child_args = ["--train", str(train), "--test", str(test), "--depth", str(args.depth),
                                   "--function", str(f), "--spark-driver-memory", args.spark_driver_memory]

@@ -50,6 +50,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when run as a script
 import harness  # noqa: E402  (standard library only)
 from harness import LABEL, SEED, fmt as _fmt, vm_rss_mb as _vm_rss_mb  # noqa: E402
+from harness import rows_label  # noqa: E402
 
 CONTENDERS = ("parquet-read", "duckdb-read", "parquet-hybrid", "postgres-read")
 SOURCE = {"parquet-read": "parquet", "duckdb-read": "duckdb", "parquet-hybrid": "parquet",
@@ -341,13 +342,6 @@ def _yes(same) -> str:
     return "-" if same is None else ("yes" if same else "**no**")
 
 
-def _rows_label(n: int) -> str:
-    for div, suffix in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "k")):
-        if n >= div and n % div == 0:
-            return f"{n // div}{suffix}"
-    return f"{n:,}"
-
-
 def write_markdown(path: Path, rows, info) -> None:
     m = info["machine"]
     lines = [
@@ -481,7 +475,7 @@ def write_markdown(path: Path, rows, info) -> None:
 
 def draw_plot(axes, rows, info) -> str:
     ok = [r for r in rows if _ok(r)]
-    labels = [f"{r['name']}\n{_rows_label(r['rows'])}" for r in ok]
+    labels = [f"{r['name']}\n{rows_label(r['rows'])}" for r in ok]
     colors = [COLORS.get(r["name"], "#888888") for r in ok]
     for ax, key, title in ((axes[0], "data_pass_seconds_mean", "time per growth pass over the data (s, mean)"),
                            (axes[1], "seconds", "fit time (s)")):
@@ -493,7 +487,7 @@ def draw_plot(axes, rows, info) -> str:
         ax.set_xticks(range(len(vals)))
         ax.set_xticklabels(labels, fontsize=7)
         ax.set_title(title, fontsize=9)
-    parts = ", ".join(f"{p['part']} at {_rows_label(p['data']['rows'])} rows" for p in info["parts"])
+    parts = ", ".join(f"{p['part']} at {rows_label(p['data']['rows'])} rows" for p in info["parts"])
     return (f"one tree, SQL pushdown vs Parquet: Agrawal F{info['function']}, depth {info['depth']}, "
             f"{MAX_BINS} bins; {parts}; {info['machine']['usable_cores']} cores")
 

@@ -41,16 +41,23 @@ META_VERSION = 1
 # helpers shared by parent and children
 
 
-def _proc_status_mb(key: str):
-    """Field ``key`` (e.g. ``"VmHWM:"``) of ``/proc/self/status``, in MB; None off Linux."""
+def status_kb(pid, key: str):
+    """Field ``key`` (e.g. ``"VmHWM:"``) of ``/proc/<pid>/status`` (``pid`` may be ``"self"``), in kB;
+    None off Linux or when the process is gone."""
     try:
-        with open("/proc/self/status") as f:
+        with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith(key):
-                    return int(line.split()[1]) / 1024.0
+                    return int(line.split()[1])
     except OSError:
         pass
     return None
+
+
+def _proc_status_mb(key: str):
+    """Field ``key`` of this process's status, in MB; None off Linux."""
+    kb = status_kb("self", key)
+    return kb / 1024.0 if kb is not None else None
 
 
 def vm_hwm_mb():
@@ -381,6 +388,30 @@ def parse_ints(text: str, what: str, lo: int, hi=None) -> list:
             raise argparse.ArgumentTypeError(f"{what} out of range: {v}")
         out.append(v)
     return out
+
+
+def rows_label(n: int) -> str:
+    """A row count as people write it: 1M, 10M, 100k, 1B (or with separators when not round)."""
+    for div, suffix in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "k")):
+        if n >= div and n % div == 0:
+            return f"{n // div}{suffix}"
+    return f"{n:,}"
+
+
+def local_spark(app: str, driver_memory: str):
+    """A Spark session on ``local[2]`` bound to loopback, quiet, and the pid of its JVM (for its peak RSS)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName(app)
+             .config("spark.driver.memory", driver_memory)
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark, int(spark._jvm.ProcessHandle.current().pid())
 
 
 def fmt(x, spec):
