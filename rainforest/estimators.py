@@ -227,14 +227,7 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
             tree, stats = grow_tree(source, schema, params, budget, batch_size, class_weight, self.verbose,
                                     profile.n_rows)
         self.tree_ = tree
-        self.classes_ = np.asarray(schema.label.classes)
-        self.n_classes_ = len(self.classes_)
-        self.n_outputs_ = 1
-        self.n_features_in_ = len(data.features)
-        if data.has_names:
-            self.feature_names_in_ = np.asarray(data.features, dtype=object)
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
+        self._set_fitted_inputs(schema.label.classes, data.features, data.has_names)
         self.n_passes_ = source.n_passes - passes_before
         self.n_passes_per_level_ = stats.passes_per_level
         self.grow_stats_ = stats

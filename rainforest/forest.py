@@ -917,14 +917,7 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
             self.combinations_ = self._tree_combinations(combos, per_tree, n_new)
         self.seed_ = seed
         self.bootstrap_rate_ = spec.rate
-        self.classes_ = np.asarray(schema.label.classes)
-        self.n_classes_ = len(self.classes_)
-        self.n_outputs_ = 1
-        self.n_features_in_ = len(data.features)
-        if data.has_names:
-            self.feature_names_in_ = np.asarray(data.features, dtype=object)
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
+        self._set_fitted_inputs(schema.label.classes, data.features, data.has_names)
         self._cache = {}
         self.n_rows_ = profile.n_rows
         self.n_passes_per_level_ = grower.stats.passes_per_level

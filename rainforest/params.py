@@ -44,7 +44,18 @@ def _equal(a, b) -> bool:
 
 
 class ClassifierMixin:
-    """``predict``, ``predict_log_proba`` and ``score`` from a class's ``predict_proba``."""
+    """``predict``, ``predict_log_proba`` and ``score`` from a class's ``predict_proba``, and the
+    fitted attributes that describe the inputs, as scikit-learn names them."""
+
+    def _set_fitted_inputs(self, classes, features, has_names: bool) -> None:
+        self.classes_ = np.asarray(classes)
+        self.n_classes_ = len(self.classes_)
+        self.n_outputs_ = 1
+        self.n_features_in_ = len(features)
+        if has_names:
+            self.feature_names_in_ = np.asarray(features, dtype=object)
+        elif hasattr(self, "feature_names_in_"):  # a refit on unnamed columns
+            del self.feature_names_in_
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of each row (the first one on ties, as scikit-learn)."""
