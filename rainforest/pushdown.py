@@ -183,6 +183,33 @@ def profile_query(task, relation) -> AggregateQuery:
     if task.weight is not None:
         enc.append(f"CAST({d.ident(task.weight)} AS {d.double}) AS w")
     keys = [f"a{j}" for j in range(len(names))]
+    b = int(task.max_bins)
+    ctes, source = [], f"(SELECT {', '.join(enc)} FROM {relation.from_sql}) AS e"
+    if sampled:
+        steps = row_hash_sql("rid", task.seed, d.xor, ("h1", "h2"))
+        hashed = f"(SELECT {', '.join(enc)}, {relation.row_id} AS rid FROM {relation.from_sql}) AS e"
+        for name, expr in steps:
+            hashed = f"(SELECT *, {expr} AS {name} FROM {hashed}) AS {name}_"
+        ctes.append(f"s AS (SELECT * FROM {hashed} ORDER BY hash LIMIT {int(task.sample_rows)})")
+        # per sampled column, its distinct values in the sample with their counts ...
+        value = "CASE g " + " ".join(f"WHEN {i} THEN a{j}" for i, j in enumerate(sampled)) + " END"
+        ctes.append(f"c AS (SELECT g, {value} AS u, n FROM (SELECT {_grouping_index([f'a{j}' for j in sampled], d)} "
+                    f"AS g, {', '.join(f'a{j}' for j in sampled)}, count(*) AS n FROM s "
+                    f"GROUP BY GROUPING SETS ({', '.join(f'(a{j})' for j in sampled)})) AS c0)")
+        ctes.append("r AS (SELECT g, u, lead(u) OVER (PARTITION BY g ORDER BY u) AS hi, n, "
+                    "sum(n) OVER (PARTITION BY g ORDER BY u ROWS UNBOUNDED PRECEDING) AS cum, "
+                    "sum(n) OVER (PARTITION BY g) AS total, count(*) OVER (PARTITION BY g) AS distinct_values "
+                    "FROM c WHERE u IS NOT NULL)")
+        # A column whose sample already holds more than max_bins values has more in all the rows:
+        # its values are not grouped (only nulls and infinities keep their own key), so the query
+        # never holds a group per distinct value of a continuous column.
+        ctes.append("f AS (SELECT " + ", ".join(
+            f"coalesce(max(CASE WHEN g = {i} THEN distinct_values END), 0) > {b} AS many{j}"
+            for i, j in enumerate(sampled)) + " FROM r)")
+        collapsed = [f"CASE WHEN many{j} AND a{j} IS NOT NULL AND NOT ({d.is_inf(f'a{j}')}) THEN 0.0 ELSE a{j} END "
+                     f"AS a{j}" if j in sampled else f"a{j}" for j in range(len(names))]
+        source = (f"(SELECT y, {'w, ' if task.weight is not None else ''}{', '.join(collapsed)} "
+                  f"FROM {source} CROSS JOIN f) AS e")
     key_of_group = lambda test: "CASE g " + " ".join(f"WHEN {j} THEN {test(f'a{j}', j)}" for j in range(len(names))) + " END"
     is_null = key_of_group(lambda a, j: f"({a} IS NULL)")
     is_inf = key_of_group(lambda a, j: d.is_inf(a) if kinds[j] != CATEGORICAL else "FALSE")
@@ -190,42 +217,28 @@ def profile_query(task, relation) -> AggregateQuery:
     grouped = (f"SELECT CASE WHEN GROUPING(y) = 0 THEN -1 ELSE {_grouping_index(keys, d)} END AS g, y, "
                f"{', '.join(keys)}, count(*) AS n, sum(CASE WHEN {bad_w} THEN 1 ELSE 0 END) AS bad_w, "
                f"min(CASE WHEN {bad_w} THEN {'w' if task.weight else 'NULL'} END) AS bad_w_value "
-               f"FROM (SELECT {', '.join(enc)} FROM {relation.from_sql}) AS e "
-               f"GROUP BY GROUPING SETS ((y), {', '.join(f'({k})' for k in keys)}, ())")
+               f"FROM {source} GROUP BY GROUPING SETS ((y), {', '.join(f'({k})' for k in keys)}, ())")
     windowed = (f"SELECT *, {is_null} AS key_null, count(*) OVER (PARTITION BY g) AS groups, "
                 f"sum(CASE WHEN {is_inf} THEN n ELSE 0 END) OVER (PARTITION BY g) AS infs, "
                 f"sum(CASE WHEN {is_null} THEN 0 ELSE n END) OVER (PARTITION BY g) AS nonmissing, "
                 f"row_number() OVER (PARTITION BY g) AS nth FROM ({grouped}) AS t")
     # binned numeric columns with more distinct values than bins send one row (their counts), not their values
     # (g NULL: the empty grouping set, with the row count and the weight check)
-    few = f"g IS NULL OR g NOT IN ({', '.join(str(j) for j in sampled)}) OR groups <= {task.max_bins + 1} OR nth = 1" \
+    few = f"g IS NULL OR g NOT IN ({', '.join(str(j) for j in sampled)}) OR groups <= {b + 1} OR nth = 1" \
         if sampled else "TRUE"
     columns = "n, groups, infs, nonmissing, bad_w, bad_w_value, key_null, NULL AS lo, NULL AS hi"
     sql = f"SELECT 0 AS part, g, y, {', '.join(keys)}, {columns} FROM ({windowed}) AS t WHERE {few}"
     row_id = bool(sampled)
     if sampled:
-        steps = row_hash_sql("rid", task.seed, d.xor, ("h1", "h2"))
-        hashed = f"(SELECT {', '.join(enc)}, {relation.row_id} AS rid FROM {relation.from_sql}) AS e"
-        for name, expr in steps:
-            hashed = f"(SELECT *, {expr} AS {name} FROM {hashed}) AS {name}_"
-        sample = f"(SELECT * FROM {hashed} ORDER BY hash LIMIT {int(task.sample_rows)}) AS s"
-        # per sampled column, its distinct values in the sample with their counts ...
-        value = "CASE g " + " ".join(f"WHEN {i} THEN a{j}" for i, j in enumerate(sampled)) + " END"
-        counts = (f"SELECT g, {value} AS u, n FROM (SELECT {_grouping_index([f'a{j}' for j in sampled], d)} AS g, "
-                  f"{', '.join(f'a{j}' for j in sampled)}, count(*) AS n FROM {sample} "
-                  f"GROUP BY GROUPING SETS ({', '.join(f'(a{j})' for j in sampled)})) AS c")
         # ... and only the pairs of neighbours that quantile_edges cuts between: value i is cut after
         # when some target total * k / max_bins (k = 1 .. max_bins - 1) lies in (cum[i-1], cum[i]],
-        # decided in integers; all of them when the sample holds at most max_bins values
-        b = int(task.max_bins)
-        ranked = (f"SELECT g, u, lead(u) OVER (PARTITION BY g ORDER BY u) AS hi, n, "
-                  f"sum(n) OVER (PARTITION BY g ORDER BY u ROWS UNBOUNDED PRECEDING) AS cum, "
-                  f"sum(n) OVER (PARTITION BY g) AS total, count(*) OVER (PARTITION BY g) AS distinct_values "
-                  f"FROM ({counts}) AS c WHERE u IS NOT NULL")
+        # decided in integers; all of them when the sample holds at most max_bins values.  n carries
+        # the sample's distinct count, which tells finish whether the values were grouped.
         first_k = f"(FLOOR(CAST((cum - n) * {b} AS {d.double}) / total) + 1)"
-        sql += (f" UNION ALL SELECT 1, g, NULL, {', '.join('NULL' for _ in keys)}, NULL, NULL, NULL, NULL, 0, NULL,"
-                f" NULL, u, hi FROM ({ranked}) AS r WHERE hi IS NOT NULL AND (distinct_values <= {b} OR "
+        sql += (f" UNION ALL SELECT 1, g, NULL, {', '.join('NULL' for _ in keys)}, distinct_values, NULL, NULL, NULL,"
+                f" 0, NULL, NULL, u, hi FROM r WHERE hi IS NOT NULL AND (distinct_values <= {b} OR "
                 f"({first_k} <= {b - 1} AND total * {first_k} <= cum * {b}))")
+        sql = "WITH " + ", ".join(ctes) + " " + sql
     query = AggregateQuery(sql, None, row_id=row_id)
 
     def finish(table: pa.Table):
@@ -263,7 +276,9 @@ def profile_query(task, relation) -> AggregateQuery:
                 raise DataError(f"column {c!r} of {task.where} holds {int(infs[rows[0]])} infinite value(s); "
                                 f"infinite values cannot be split on (use null or NaN for missing values)")
             cp.nonmissing = int(nonmissing[rows[0]]) if len(rows) else 0
-            if len(rows) and j in sampled and groups[rows[0]] > task.max_bins + 1:
+            srows = np.flatnonzero((part == 1) & (gf == sampled.index(j))) if j in sampled else rows[:0]
+            if j in sampled and len(rows) and (groups[rows[0]] > task.max_bins + 1 or
+                                               (len(srows) and n[srows].max() > task.max_bins)):
                 cp.distinct = None  # its values were not sent
             else:
                 x = values.to_numpy(zero_copy_only=False).astype(np.float64)[present]
@@ -271,7 +286,6 @@ def profile_query(task, relation) -> AggregateQuery:
                 if j in sampled and len(cp.distinct) > task.max_bins:
                     cp.distinct = None
             if j in sampled:
-                srows = np.flatnonzero((part == 1) & (gf == sampled.index(j)))
                 lo, hi = (table.column(k).take(pa.array(srows)).to_numpy(zero_copy_only=False).astype(np.float64)
                           for k in ("lo", "hi"))
                 order = np.argsort(lo, kind="stable")

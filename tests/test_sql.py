@@ -65,6 +65,25 @@ def test_duckdb_sources_equal_parquet_exact_with_categories_and_nulls():
     same(multiway, fit(sources[1], max_bins=None, categorical_split="multiway", max_depth=4))
 
 
+def test_pushed_down_profile_memory_does_not_grow_with_distinct_values(tmp_path):
+    """A binned fit must not group every distinct value of a continuous column in the database:
+    4M distinct values per column do not fit DuckDB's 60 MB limit, the bounded profile does
+    (an unbounded GROUP BY fails here with an out-of-memory error)."""
+    n = 4_000_000
+    rng = np.random.default_rng(0)
+    pq.write_table(pa.table({"x": rng.random(n), "z": rng.random(n), "class": (rng.random(n) < 0.5).astype(np.int64)}),
+                   tmp_path / "wide.parquet")
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '60MB'")
+    con.execute("SET threads = 1")
+    clf = DecisionTreeClassifier(max_depth=2, max_bins=64, algorithm="read").fit(
+        DuckDBSource(parquet=str(tmp_path / "wide.parquet"), connection=con), target="class")
+    ref = DecisionTreeClassifier(max_depth=2, max_bins=64, algorithm="read").fit(str(tmp_path / "wide.parquet"),
+                                                                                target="class")
+    same(ref, clf)
+    assert clf.tree_.node_count == 7  # binned splits were found
+
+
 def test_duckdb_database_file_and_hive_partitions(tmp_path):
     t = pq.read_table(dataset_path("magic"))
     for i, part in enumerate(("a", "b")):
