@@ -70,6 +70,14 @@ def _n_jobs(text: str) -> int:
     return value
 
 
+def _max_features(text: str):
+    if text in ("sqrt", "log2"):
+        return text
+    if text == "all":
+        return None
+    return _count_or_fraction(1)(text)
+
+
 def _size(text: str) -> str:
     from .budget import parse_bytes
 
@@ -135,22 +143,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     # train
     p = _subparser(
-        sub, "train", "Train a decision tree on Parquet data and save it as a JSON model.",
+        sub, "train", "Train a model (a decision tree, a random forest, naive Bayes or AdaBoost) and save it as JSON.",
         "DATA is a Parquet file, a folder of Parquet files (read recursively) or a glob such as\n"
         "'data/*.parquet'. Rows are streamed in batches, so DATA may be larger than memory; each\n"
         "level of the tree costs about one pass over it. All columns except the target (and the\n"
         "weight) are features unless --features names them. String and boolean columns are\n"
-        "categorical; name integer columns with --categorical to make them categorical too.",
+        "categorical; name integer columns with --categorical to make them categorical too.\n"
+        "--learner picks the model (default: a decision tree); options that belong to another\n"
+        "learner are refused.",
         "examples:\n"
         "  rainforest train data/train/ --target label --model model.json\n"
         "  rainforest train 'data/*.parquet' --target y --model m.json --max-depth 8 --exact \\\n"
         "      --categorical zipcode car --memory-budget 512MB\n"
+        "  rainforest train data/train/ --target label --model forest.json --learner forest \\\n"
+        "      --n-estimators 100 --max-depth 10 --oob-score\n"
+        "  rainforest train data/train/ --target label --model nb.json --learner bayes\n"
         "  rainforest train /data/train --target class --model /data/model.json --scheduler tcp://scheduler:8786")
     p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with the training rows; or a DuckDB "
                    "database file or a postgresql:// URL, with --table or --query")
     _add_sql_options(p)
     p.add_argument("--target", required=True, metavar="COL", help="the label column")
     p.add_argument("--model", required=True, metavar="PATH", help="where to write the model (JSON)")
+    p.add_argument("--learner", choices=sorted(LEARNERS), default="tree",
+                   help="tree: one decision tree; forest: a random forest whose trees grow together, one pass "
+                        "per level; bayes: naive Bayes in one pass; adaboost: SAMME boosting, one pass per "
+                        "round (default: tree)")
     p.add_argument("--criterion", choices=["gini", "entropy", "gain_ratio"], default="gini",
                    help="split quality: Gini index (CART), information gain (ID3) or gain ratio (C4.5) "
                         "(default: gini)")
@@ -198,6 +215,29 @@ def build_parser() -> argparse.ArgumentParser:
                         "each worker reads its files, so DATA must be visible to the workers and to this "
                         "machine at the same path (default: train in this process)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="print one line per pass over the data")
+    g = p.add_argument_group("random forest (--learner forest)")
+    g.add_argument("--n-estimators", type=_int_at_least(1), default=None, metavar="N",
+                   help="trees of the forest (default: 100) or rounds of boosting (default: 50)")
+    g.add_argument("--max-features", type=_max_features, default=None, metavar="F",
+                   help="attributes drawn at each node: sqrt, log2, all, a count or a fraction (default: sqrt)")
+    g.add_argument("--no-bootstrap", action="store_true", help="grow every tree on all the rows")
+    g.add_argument("--max-samples", type=_count_or_fraction(1), default=None, metavar="N",
+                   help="bootstrap sample size per tree, a count or a fraction of the rows (default: all)")
+    g.add_argument("--oob-score", action="store_true", help="also score each row with the trees that did not draw it")
+    g.add_argument("--random-state", type=_int_at_least(0), default=None, metavar="N",
+                   help="seed of the bootstrap and of the attribute draws (default: a random seed, saved in "
+                        "the model)")
+    g = p.add_argument_group("naive Bayes (--learner bayes; also the base of --learner adaboost --base bayes)")
+    g.add_argument("--numeric", choices=["gaussian", "binned"], default=None,
+                   help="numeric attributes as per-class Gaussians, or cut into --max-bins bins (default: gaussian)")
+    g.add_argument("--alpha", type=float, default=None, metavar="A",
+                   help="Laplace correction added to every category count (default: 1)")
+    g = p.add_argument_group("boosting (--learner adaboost)")
+    g.add_argument("--base", choices=["stump", "tree", "bayes"], default=None,
+                   help="the boosted learner: a one-split stump, a tree of --max-depth (default 3), or naive Bayes "
+                        "(default: stump)")
+    g.add_argument("--learning-rate", type=float, default=None, metavar="R",
+                   help="shrinks each round's weight (default: 1.0)")
     p.set_defaults(func=cmd_train)
 
     # predict
@@ -242,6 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", action="store_true", help="print IF-THEN rules, one per leaf, instead of the tree")
     p.add_argument("--max-depth", type=_int_at_least(0), default=None, metavar="N",
                    help="print the tree only down to this depth (default: all of it)")
+    p.add_argument("--tree", type=_int_at_least(0), default=None, metavar="K",
+                   help="for a forest: print its tree K (default: only the forest's summary)")
     p.set_defaults(func=cmd_inspect)
     return parser
 
@@ -341,19 +383,87 @@ def cmd_demo(args) -> int:
 
 
 # -- train -----------------------------------------------------------------------------
-def cmd_train(args) -> int:
-    from . import DecisionTreeClassifier
+# Which options each learner takes beyond the data's (target, features, weight, categorical,
+# batch size, threads, verbose): an option given to a learner that ignores it is an error,
+# not a silent no-op.
+LEARNERS = {
+    "tree": {"criterion", "categorical_split", "max_depth", "max_bins", "exact", "min_samples_leaf",
+             "min_samples_split", "memory_budget", "algorithm", "spill_dir", "class_weight"},
+    "forest": {"criterion", "categorical_split", "max_depth", "max_bins", "exact", "min_samples_leaf",
+               "min_samples_split", "memory_budget", "algorithm", "class_weight", "n_estimators", "max_features",
+               "no_bootstrap", "max_samples", "oob_score", "random_state"},
+    "bayes": {"numeric", "alpha", "max_bins"},
+    "adaboost": {"n_estimators", "base", "learning_rate", "criterion", "max_depth", "max_bins", "exact",
+                 "memory_budget", "numeric", "alpha"},
+}
+_DEFAULTS = {"criterion": "gini", "categorical_split": "binary", "max_depth": None, "max_bins": 255, "exact": False,
+             "min_samples_leaf": 1, "min_samples_split": 2, "memory_budget": "1GB", "algorithm": "hybrid",
+             "spill_dir": None, "class_weight": None, "n_estimators": None, "max_features": None,
+             "no_bootstrap": False, "max_samples": None, "oob_score": False, "random_state": None, "numeric": None,
+             "alpha": None, "base": None, "learning_rate": None}
 
+
+def _learner(args):
+    """The estimator ``rainforest train`` fits, from ``--learner`` and its options."""
+    from . import AdaBoostClassifier, DecisionTreeClassifier, NaiveBayesClassifier, RandomForestClassifier
+
+    given = [k for k, default in _DEFAULTS.items() if getattr(args, k) != default]
+    foreign = [k for k in given if k not in LEARNERS[args.learner]]
+    if foreign:
+        raise ValueError(f"--{foreign[0].replace('_', '-')} does not apply to --learner {args.learner}")
+    common = dict(categorical_features=args.categorical if args.categorical else "auto", n_jobs=args.n_jobs)
+    bins = None if args.exact else args.max_bins
+    tree = dict(criterion=args.criterion, max_depth=args.max_depth, max_bins=bins, memory_budget=args.memory_budget,
+                **common)
+    bayes = dict(alpha=1.0 if args.alpha is None else args.alpha, numeric=args.numeric or "gaussian",
+                 max_bins=args.max_bins, **common)
+    if args.batch_size:
+        for d in (tree, bayes):
+            d["batch_size"] = args.batch_size
+    if args.learner == "bayes":
+        return NaiveBayesClassifier(**bayes)
+    if args.learner == "adaboost":
+        base = args.base or "stump"
+        if base == "bayes":
+            estimator = NaiveBayesClassifier(**bayes)
+        else:
+            depth = 1 if base == "stump" else (args.max_depth or 3)
+            estimator = DecisionTreeClassifier(**{**tree, "max_depth": depth})
+        return AdaBoostClassifier(estimator, n_estimators=args.n_estimators or 50,
+                                  learning_rate=1.0 if args.learning_rate is None else args.learning_rate)
+    shared = dict(categorical_split=args.categorical_split, min_samples_split=args.min_samples_split,
+                  min_samples_leaf=args.min_samples_leaf, class_weight=args.class_weight, algorithm=args.algorithm,
+                  verbose=args.verbose, **tree)
+    if args.learner == "forest":
+        return RandomForestClassifier(
+            n_estimators=args.n_estimators or 100, max_features=args.max_features or "sqrt",
+            bootstrap=not args.no_bootstrap, max_samples=args.max_samples, oob_score=args.oob_score,
+            random_state=args.random_state, **shared)
+    return DecisionTreeClassifier(spill_dir=args.spill_dir, **shared)
+
+
+def _summary(clf) -> list[str]:
+    """What a fitted (or loaded) model is, in a few lines."""
+    import numpy as np
+
+    if hasattr(clf, "tree_"):
+        return _tree_summary(clf.tree_)
+    if hasattr(clf, "estimators_") and hasattr(clf, "tree_seeds_"):  # a forest
+        depths = [t.max_depth for t in clf.estimators_]
+        lines = [f"trees:  {len(clf.estimators_)} (depth {min(depths)} to {max(depths)}, "
+                 f"{int(np.mean([t.n_leaves for t in clf.estimators_]))} leaves on average)"]
+        if getattr(clf, "oob_score_", None) is not None:
+            lines.append(f"out-of-bag accuracy: {clf.oob_score_:.4f}")
+        return lines
+    if hasattr(clf, "estimator_weights_"):  # boosting
+        return [f"rounds: {len(clf.estimator_weights_)} (weights {', '.join(f'{w:.3f}' for w in clf.estimator_weights_[:5])}"
+                f"{', ...' if len(clf.estimator_weights_) > 5 else ''})"]
+    return [f"model:  naive Bayes over {len(clf.feature_names_in_)} features"]
+
+
+def cmd_train(args) -> int:
     _check_output_path(args.model, "model")
-    clf = DecisionTreeClassifier(
-        criterion=args.criterion, categorical_split=args.categorical_split,
-        max_bins=None if args.exact else args.max_bins, max_depth=args.max_depth,
-        min_samples_split=args.min_samples_split, min_samples_leaf=args.min_samples_leaf,
-        class_weight=args.class_weight,
-        categorical_features=args.categorical if args.categorical else "auto",
-        memory_budget=args.memory_budget, algorithm=args.algorithm, spill_dir=args.spill_dir,
-        batch_size=args.batch_size,
-        n_jobs=args.n_jobs, verbose=args.verbose)
+    clf = _learner(args)
     data = _open_data(args)
     if args.scheduler is not None:  # fails here, naming the address, if the scheduler cannot be reached
         from storage import DaskSource
@@ -367,11 +477,11 @@ def cmd_train(args) -> int:
             data.close()
     fit_time = time.perf_counter() - t0
     clf.save(args.model)
-    tree = clf.tree_
     where = f" on the Dask cluster at {args.scheduler}" if args.scheduler is not None else ""
-    _out(f"trained on {clf.n_rows_:,} rows, {clf.n_features_in_} features, {len(clf.classes_)} classes "
-         f"from {args.data}{where}",
-         *_tree_summary(tree),
+    rows = getattr(clf, "n_rows_", None)
+    _out(f"trained a {type(clf).__name__} on {f'{rows:,} rows, ' if rows else ''}{clf.n_features_in_} features, "
+         f"{len(clf.classes_)} classes from {args.data}{where}",
+         *_summary(clf),
          f"passes: {clf.n_passes_}",
          f"time:   {_seconds(fit_time)}",
          f"model:  {args.model}")
@@ -406,6 +516,22 @@ def _open_data(args):
 
 
 # -- predict ---------------------------------------------------------------------------
+def model_features(clf) -> list:
+    """The feature columns a fitted or loaded model reads."""
+    if hasattr(clf, "tree_"):
+        return list(clf.tree_.feature_names)
+    return [str(c) for c in clf.feature_names_in_]
+
+
+def model_target(clf) -> str:
+    """The label column the model was trained on."""
+    if hasattr(clf, "tree_"):
+        return clf.tree_.target
+    if hasattr(clf, "tree_seeds_"):
+        return clf.estimators_[0].target
+    return clf.target_
+
+
 def _scan(clf, data, extra: list[str]):
     """Batches of ``data`` holding the model's features and ``extra`` columns (one counted pass)."""
     import pyarrow as pa
@@ -413,7 +539,8 @@ def _scan(clf, data, extra: list[str]):
     from .inputs import to_source
 
     source = to_source(data)
-    columns = list(clf.tree_.feature_names) + [c for c in extra if c not in clf.tree_.feature_names]
+    features = model_features(clf)
+    columns = features + [c for c in extra if c not in features]
     source.check_columns(columns)
     for _, batch in source.scan(columns, 65536):
         yield pa.Table.from_batches([batch])
@@ -519,7 +646,7 @@ def cmd_evaluate(args) -> int:
     import numpy as np
 
     clf = _load(args.model)
-    target = args.target or clf.tree_.target
+    target = args.target or model_target(clf)
     labels, cm, n_missing = confusion_matrix(clf, _open_data(args), target)
     total = int(cm.sum())
     if total == 0:
@@ -561,23 +688,65 @@ def cmd_inspect(args) -> int:
     import numpy as np
 
     clf = _load(args.model)
-    tree = clf.tree_
-    if args.rules:
-        _out(tree.export_rules().rstrip("\n"))
+    if hasattr(clf, "tree_seeds_") and args.tree is None:
+        trees = None  # a forest: its summary, and one of its trees with --tree
+    elif hasattr(clf, "tree_seeds_"):
+        if not 0 <= args.tree < len(clf.estimators_):
+            raise ValueError(f"--tree {args.tree}: the forest has trees 0 to {len(clf.estimators_) - 1}")
+        trees = [clf.estimators_[args.tree]]
+    elif args.tree is not None:
+        raise ValueError(f"--tree applies to forests; {args.model!r} holds a {type(clf).__name__}")
+    elif hasattr(clf, "tree_"):
+        trees = [clf.tree_]
+    elif hasattr(clf, "estimator_weights_") and all(hasattr(e, "tree_") for e in clf.estimators_):
+        trees = [e.tree_ for e in clf.estimators_]  # boosted trees, round by round
     else:
-        _out(tree.export_text(max_depth=args.max_depth).rstrip("\n"))
-    _out("", f"model:     {args.model} ({clf!r})",
-         f"criterion: {tree.criterion}", f"target:    {tree.target}",
-         f"nodes:     {tree.node_count}", f"depth:     {tree.max_depth}", f"leaves:    {tree.n_leaves}",
-         f"classes:   {', '.join(str(c) for c in tree.classes)}")
-    if clf.n_passes_ is not None:
+        trees = []
+    for k, tree in enumerate(trees or []):
+        if len(trees) > 1:
+            _out(f"round {k} (weight {clf.estimator_weights_[k]:.4f}):")
+        _out((tree.export_rules() if args.rules else tree.export_text(max_depth=args.max_depth)).rstrip("\n"), "")
+    _out(f"model:     {args.model} ({type(clf).__name__})", f"target:    {model_target(clf)}",
+         f"classes:   {', '.join(str(c) for c in clf.classes_)}")
+    if hasattr(clf, "tree_"):
+        tree = clf.tree_
+        _out(f"criterion: {tree.criterion}", f"nodes:     {tree.node_count}", f"depth:     {tree.max_depth}",
+             f"leaves:    {tree.n_leaves}")
+    else:
+        _out(*(f"{label + ':':<10} {rest.strip()}" for label, rest in (line.split(":", 1) for line in _summary(clf))))
+    if getattr(clf, "n_passes_", None) is not None:
         _out(f"passes:    {clf.n_passes_} (made by the fit that produced it)")
-    importances = tree.feature_importances()
-    width = max(len(str(n)) for n in tree.feature_names)
-    _out("", f"features ({tree.n_features}), by importance:")
+    if hasattr(clf, "tree_"):
+        importances = clf.tree_.feature_importances()
+    elif hasattr(clf, "tree_seeds_"):
+        importances = clf.feature_importances_
+    else:
+        importances = None
+    features = model_features(clf)
+    kinds = _feature_kinds(clf)
+    width = max(len(str(n)) for n in features)
+    if importances is None:
+        _out("", f"features ({len(features)}):")
+        for name, kind in zip(features, kinds):
+            _out(f"  {str(name):<{width}}  {kind}")
+        return 0
+    _out("", f"features ({len(features)}), by importance:")
     for j in np.argsort(-importances, kind="stable"):
-        _out(f"  {str(tree.feature_names[j]):<{width}}  {tree.feature_kinds[j]:<11}  {importances[j]:.4f}")
+        _out(f"  {str(features[j]):<{width}}  {kinds[j]:<11}  {importances[j]:.4f}")
     return 0
+
+
+def _feature_kinds(clf) -> list[str]:
+    from .schema import CATEGORICAL
+
+    if hasattr(clf, "tree_"):
+        return list(clf.tree_.feature_kinds)
+    if hasattr(clf, "tree_seeds_"):
+        return list(clf.estimators_[0].feature_kinds)
+    if hasattr(clf, "estimator_weights_"):
+        return _feature_kinds(clf.estimators_[0])
+    kinds = getattr(clf, "_kinds", {})
+    return ["categorical" if kinds.get(c) == CATEGORICAL else "numeric" for c in model_features(clf)]
 
 
 # -- entry point --------------------------------------------------------------------------
