@@ -13,6 +13,7 @@ at import time, so ``rainforest --help`` answers at once.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -210,10 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="weight classes inversely to their frequency")
     p.add_argument("--n-jobs", type=_n_jobs, default=-1, metavar="N",
                    help="threads; -1 uses all cores (default: -1)")
-    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="run every pass on the Dask cluster of this scheduler, e.g. tcp://scheduler:8786; "
-                        "each worker reads its files, so DATA must be visible to the workers and to this "
-                        "machine at the same path (default: train in this process)")
+    _add_scheduler_option(p, "run every pass")
     p.add_argument("-v", "--verbose", action="count", default=0, help="print one line per pass over the data")
     g = p.add_argument_group("random forest (--learner forest)")
     g.add_argument("--n-estimators", type=_int_at_least(1), default=None, metavar="N",
@@ -252,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with the rows to predict; or a "
                    "DuckDB database file or a postgresql:// URL, with --table or --query")
     _add_sql_options(p)
+    _add_scheduler_option(p, "read the rows (streamed to this process, which predicts and writes the file)")
     p.add_argument("--out", required=True, metavar="PATH", help="Parquet file to write")
     p.add_argument("--proba", action="store_true", help="also write the probability of each class")
     p.set_defaults(func=cmd_predict)
@@ -267,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with labelled rows; or a DuckDB "
                    "database file or a postgresql:// URL, with --table or --query")
     _add_sql_options(p)
+    _add_scheduler_option(p, "read the rows")
     p.add_argument("--target", metavar="COL", default=None,
                    help="the label column (default: the column the model was trained on)")
     p.set_defaults(func=cmd_evaluate)
@@ -464,17 +464,9 @@ def _summary(clf) -> list[str]:
 def cmd_train(args) -> int:
     _check_output_path(args.model, "model")
     clf = _learner(args)
-    data = _open_data(args)
-    if args.scheduler is not None:  # fails here, naming the address, if the scheduler cannot be reached
-        from storage import DaskSource
-
-        data = DaskSource(args.data, scheduler=args.scheduler)
     t0 = time.perf_counter()
-    try:
+    with _opened(args) as data:
         clf.fit(data, target=args.target, sample_weight=args.weight, features=args.features)
-    finally:
-        if args.scheduler is not None:
-            data.close()
     fit_time = time.perf_counter() - t0
     clf.save(args.model)
     where = f" on the Dask cluster at {args.scheduler}" if args.scheduler is not None else ""
@@ -488,11 +480,36 @@ def cmd_train(args) -> int:
     return 0
 
 
+def _add_scheduler_option(p, what: str) -> None:
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help=f"{what} on the Dask cluster of this scheduler, e.g. tcp://scheduler:8786; "
+                        "each worker reads its files, so DATA must be visible to the workers and to this "
+                        "machine at the same path (default: this process reads DATA)")
+
+
 def _add_sql_options(p) -> None:
     p.add_argument("--table", metavar="NAME", default=None,
                    help="with a DuckDB file or a PostgreSQL URL as DATA: the table or view to read")
     p.add_argument("--query", metavar="SQL", default=None,
                    help="with a DuckDB file or a PostgreSQL URL as DATA: a query whose rows to read")
+
+
+@contextlib.contextmanager
+def _opened(args):
+    """DATA as :func:`_open_data` gives it, or, with --scheduler, a Dask source over the cluster
+    (connecting fails at once, naming the address), closed afterwards."""
+    if getattr(args, "scheduler", None) is None:
+        yield _open_data(args)
+        return
+    if args.table is not None or args.query is not None:
+        raise ValueError("--scheduler reads Parquet DATA; --table and --query are for DuckDB files and PostgreSQL")
+    from storage import DaskSource
+
+    source = DaskSource(args.data, scheduler=args.scheduler)
+    try:
+        yield source
+    finally:
+        source.close()
 
 
 def _open_data(args):
@@ -560,11 +577,13 @@ def cmd_predict(args) -> int:
         raise ValueError(f"the classes {list(classes)!r} give clashing column names {names!r}")
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(out)}.", suffix=".tmp", dir=os.path.dirname(out))
     os.close(fd)
+    stack = contextlib.ExitStack()
     n_rows = 0
     try:
+        data = stack.enter_context(_opened(args))
         writer = None
         try:
-            for table in _scan(clf, _open_data(args), []):
+            for table in _scan(clf, data, []):
                 proba = clf.predict_proba(table)
                 cols = [pa.array(classes[np.argmax(proba, axis=1)])]
                 if args.proba:
@@ -586,6 +605,8 @@ def cmd_predict(args) -> int:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    finally:
+        stack.close()
     _out(f"wrote {n_rows:,} predictions to {args.out}")
     return 0
 
@@ -647,7 +668,8 @@ def cmd_evaluate(args) -> int:
 
     clf = _load(args.model)
     target = args.target or model_target(clf)
-    labels, cm, n_missing = confusion_matrix(clf, _open_data(args), target)
+    with _opened(args) as data:
+        labels, cm, n_missing = confusion_matrix(clf, data, target)
     total = int(cm.sum())
     if total == 0:
         raise ValueError(f"{args.data!r} holds no row with a label in column {target!r}")

@@ -157,6 +157,23 @@ def test_scheduler_and_worker_processes_build_the_parquet_tree(data, reference, 
     assert pids == {p.pid for p in cluster.workers}  # the work ran in the processes started here
 
 
+def test_the_command_line_trains_predicts_and_evaluates_on_the_cluster(data, cluster, tmp_path, capsys):
+    """train, predict and evaluate --scheduler: the cluster's workers read DATA; the model is the
+    Parquet source's, predictions equal the in-process ones row for row."""
+    model, pred = tmp_path / "model.json", tmp_path / "pred.parquet"
+    assert cli_main(["train", data, "--target", "class", "--model", str(model), "--algorithm", "read",
+                     "--max-depth", "6", "--max-bins", "64", "--scheduler", cluster.address]) == 0
+    clf = load(model)
+    local = DecisionTreeClassifier(max_depth=6, max_bins=64, algorithm="read").fit(data, target="class")
+    assert clf.tree_.to_json() == local.tree_.to_json() and clf.n_passes_ == local.n_passes_
+    assert cli_main(["predict", str(model), data, "--out", str(pred), "--scheduler", cluster.address]) == 0
+    np.testing.assert_array_equal(pq.read_table(pred).column("prediction").to_numpy(), clf.predict(data))
+    capsys.readouterr()
+    assert cli_main(["evaluate", str(model), data, "--scheduler", cluster.address]) == 0
+    out = capsys.readouterr().out
+    assert f"accuracy:   {clf.score(data, target='class'):.6f}" in out
+
+
 @pytest.mark.parametrize("kill_in_pass", [3])
 def test_a_worker_killed_in_the_middle_of_a_fit(data, reference, tmp_path, kill_in_pass):
     tree, passes = reference["read"]
