@@ -259,16 +259,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = _subparser(
         sub, "evaluate", "Measure a saved model on labelled Parquet data.",
         "Prints accuracy, error rate, the confusion matrix (rows: true class, columns: predicted\n"
-        "class) and per-class precision, recall and F1. Rows with a missing label are skipped\n"
-        "and counted.",
-        "example:\n  rainforest evaluate model.json data/test/ --target label")
+        "class), per-class precision, recall, specificity and F1 with their macro, weighted and\n"
+        "micro averages, balanced accuracy and the ROC AUC (one-vs-rest for more than two\n"
+        "classes), all from one pass over DATA. Rows with a missing label are skipped and counted.",
+        "examples:\n  rainforest evaluate model.json data/test/ --target label\n"
+        "  rainforest evaluate model.json data/test/ --roc roc.png --threshold 0.3")
     p.add_argument("model", metavar="MODEL", help="model file written by 'rainforest train'")
     p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with labelled rows; or a DuckDB "
                    "database file or a postgresql:// URL, with --table or --query")
     _add_sql_options(p)
-    _add_scheduler_option(p, "read the rows")
+    _add_scheduler_option(p, "score the rows")
     p.add_argument("--target", metavar="COL", default=None,
                    help="the label column (default: the column the model was trained on)")
+    p.add_argument("--roc", metavar="PNG", default=None,
+                   help="also write the ROC curve (one-vs-rest per class for more than two classes) as a PNG")
+    p.add_argument("--threshold", type=float, default=None, metavar="P",
+                   help="two classes only: predict the positive class when its probability is at least P "
+                        "(threshold moving; default: the most probable class)")
+    p.add_argument("--pos-label", default=None, metavar="LABEL",
+                   help="the positive class for --threshold and the ROC curve (default: the greater class)")
     p.set_defaults(func=cmd_evaluate)
 
     # inspect
@@ -533,13 +542,6 @@ def _open_data(args):
 
 
 # -- predict ---------------------------------------------------------------------------
-def model_features(clf) -> list:
-    """The feature columns a fitted or loaded model reads."""
-    if hasattr(clf, "tree_"):
-        return list(clf.tree_.feature_names)
-    return [str(c) for c in clf.feature_names_in_]
-
-
 def model_target(clf) -> str:
     """The label column the model was trained on."""
     if hasattr(clf, "tree_"):
@@ -554,6 +556,7 @@ def _scan(clf, data, extra: list[str]):
     import pyarrow as pa
 
     from .inputs import to_source
+    from .metrics import model_features
 
     source = to_source(data)
     features = model_features(clf)
@@ -612,102 +615,46 @@ def cmd_predict(args) -> int:
 
 
 # -- evaluate -------------------------------------------------------------------------
-def confusion_matrix(clf, data: str, target: str):
-    """Stream ``data`` once; return ``(labels, matrix, n_missing_labels)``.
-
-    ``labels`` are the model's classes followed by any other label found in
-    the data; ``matrix[i, j]`` counts rows of true class ``labels[i]`` predicted
-    as ``labels[j]``.
-    """
-    import numpy as np
-    import pyarrow.compute as pc
-
-    labels = [c.item() if isinstance(c, np.generic) else c for c in clf.classes_]
-    index = {c: i for i, c in enumerate(labels)}
-    cm = np.zeros((len(labels), len(labels)), np.int64)
-    n_missing = 0
-    for table in _scan(clf, data, [target]):
-        y = table.column(target)
-        valid = pc.is_valid(y)
-        n_valid = pc.sum(valid).as_py() or 0
-        if n_valid < table.num_rows:
-            n_missing += table.num_rows - n_valid
-            table = table.filter(valid)
-            y = table.column(target)
-        if table.num_rows == 0:
-            continue
-        pred = np.argmax(clf.predict_proba(table), axis=1)
-        uniq = pc.unique(y)
-        for v in uniq.to_pylist():
-            if v not in index:
-                index[v] = len(labels)
-                labels.append(v)
-        if len(labels) > cm.shape[0]:
-            grown = np.zeros((len(labels), len(labels)), np.int64)
-            grown[:cm.shape[0], :cm.shape[1]] = cm
-            cm = grown
-        to_global = np.array([index[v] for v in uniq.to_pylist()], np.int64)
-        true = to_global[pc.index_in(y, value_set=uniq).to_numpy(zero_copy_only=False).astype(np.int64)]
-        np.add.at(cm, (true, pred), 1)
-    return labels, cm, n_missing
-
-
-def _ratio(a, b):
-    import numpy as np
-
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
-
-
-def _fmt(x: float) -> str:
-    return "-" if x != x else f"{x:.4f}"
-
-
 def cmd_evaluate(args) -> int:
     import numpy as np
 
+    from .metrics import evaluate
+
     clf = _load(args.model)
     target = args.target or model_target(clf)
-    with _opened(args) as data:
-        labels, cm, n_missing = confusion_matrix(clf, data, target)
-    total = int(cm.sum())
+    if args.roc is not None:
+        _check_output_path(args.roc, "ROC plot")
+    with _opened(args) as data:  # one pass; on a Dask cluster the workers score their partitions
+        pos_label = next((c for c in clf.classes_ if str(c) == args.pos_label), args.pos_label)  # "1" means 1
+        ev = evaluate(clf, data, target=target, threshold=args.threshold, pos_label=pos_label)
+    cm = ev.confusion_matrix
+    total = int(round(cm.sum()))
     if total == 0:
         raise ValueError(f"{args.data!r} holds no row with a label in column {target!r}")
-    correct = int(np.trace(cm))
-    accuracy = correct / total
-    _out(f"rows:       {total:,}" + (f" ({n_missing:,} rows with a missing label skipped)" if n_missing else ""),
-         f"accuracy:   {accuracy:.6f}  ({correct:,} of {total:,} correct)",
-         f"error rate: {1 - accuracy:.6f}  ({total - correct:,} wrong)", "")
-    names = [str(c) for c in labels]
-    width = max([len(n) for n in names] + [len(f"{int(cm.max()):,}"), len("macro avg")])
+    correct = int(round(np.trace(cm)))
+    skipped = ev.n_missing_labels
+    _out(f"rows:       {total:,}" + (f" ({skipped:,} rows with a missing label skipped)" if skipped else ""),
+         f"accuracy:   {ev.accuracy():.6f}  ({correct:,} of {total:,} correct)",
+         f"error rate: {ev.error_rate():.6f}  ({total - correct:,} wrong)", "")
+    names = [str(c) for c in ev.classes]
+    width = max([len(n) for n in names] + [len(f"{int(cm.max()):,}")])
     _out("confusion matrix (rows: true class, columns: predicted class):",
          " " * (width + 2) + " ".join(f"{n:>{width}}" for n in names))
     for n, row in zip(names, cm):
-        _out(f"{n:>{width}}  " + " ".join(f"{int(v):>{width},}" for v in row))
-    tp = np.diag(cm).astype(np.float64)
-    precision = _ratio(tp, cm.sum(axis=0))
-    recall = _ratio(tp, cm.sum(axis=1))
-    support = cm.sum(axis=1)
-    p0, r0 = np.nan_to_num(precision), np.nan_to_num(recall)  # undefined counts as 0, as scikit-learn
-    present = (support > 0) | (cm.sum(axis=0) > 0)  # labelled or predicted, as scikit-learn's labels
-    f1 = np.where(present, np.nan_to_num(_ratio(2 * p0 * r0, p0 + r0)), np.nan)
-    _out("", f"{'class':>{width}}  {'precision':>9}  {'recall':>9}  {'f1':>9}  {'support':>9}")
-    for k, n in enumerate(names):
-        _out(f"{n:>{width}}  {_fmt(precision[k]):>9}  {_fmt(recall[k]):>9}  {_fmt(f1[k]):>9}  "
-             f"{int(support[k]):>9,}")
-    if present.any():
-        macro = [float(np.mean(m[present])) for m in (p0, r0, np.nan_to_num(f1))]
-        _out(f"{'macro avg':>{width}}  {_fmt(macro[0]):>9}  {_fmt(macro[1]):>9}  {_fmt(macro[2]):>9}  "
-             f"{total:>9,}")
-    if np.isnan(precision).any() or np.isnan(recall).any():
-        _out("('-': undefined, no row is predicted as / labelled with that class; the macro average "
-             "counts it as 0, as scikit-learn's zero_division=0)")
+        _out(f"{n:>{width}}  " + " ".join(f"{int(round(v)):>{width},}" for v in row))
+    _out("", ev.report(digits=4))
+    if args.roc is not None:
+        ev.plot_roc(args.roc, title=f"ROC curve of {os.path.basename(args.model)}")
+        _out("", f"ROC curve written to {args.roc}")
     return 0
 
 
 # -- inspect --------------------------------------------------------------------------
 def cmd_inspect(args) -> int:
     import numpy as np
+
+    from .metrics import model_features
+    from .tree import Tree
 
     clf = _load(args.model)
     if hasattr(clf, "tree_seeds_") and args.tree is None:
@@ -720,8 +667,8 @@ def cmd_inspect(args) -> int:
         raise ValueError(f"--tree applies to forests; {args.model!r} holds a {type(clf).__name__}")
     elif hasattr(clf, "tree_"):
         trees = [clf.tree_]
-    elif hasattr(clf, "estimator_weights_") and all(hasattr(e, "tree_") for e in clf.estimators_):
-        trees = [e.tree_ for e in clf.estimators_]  # boosted trees, round by round
+    elif hasattr(clf, "estimator_weights_") and all(isinstance(e, Tree) for e in clf.estimators_):
+        trees = list(clf.estimators_)  # boosted trees, round by round
     else:
         trees = []
     for k, tree in enumerate(trees or []):
@@ -759,11 +706,15 @@ def cmd_inspect(args) -> int:
 
 
 def _feature_kinds(clf) -> list[str]:
+    from .metrics import model_features
     from .schema import CATEGORICAL
+    from .tree import Tree
 
     if hasattr(clf, "tree_"):
         return list(clf.tree_.feature_kinds)
     if hasattr(clf, "tree_seeds_"):
+        return list(clf.estimators_[0].feature_kinds)
+    if hasattr(clf, "estimator_weights_") and isinstance(clf.estimators_[0], Tree):
         return list(clf.estimators_[0].feature_kinds)
     if hasattr(clf, "estimator_weights_"):
         return _feature_kinds(clf.estimators_[0])
