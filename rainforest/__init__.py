@@ -14,6 +14,15 @@ load
     Read a model saved with ``save``.
 Tree
     The flat-array model format shared by every learner.
+
+Modules
+-------
+rainforest.metrics
+    ``evaluate``: a fitted model scored in one pass (confusion matrix, per-class and averaged
+    metrics, exact ROC curves and AUC).
+rainforest.evaluation
+    Holdout, random subsampling, k-fold cross-validation, the .632 bootstrap, the paired
+    t-test, threshold moving and class resampling, over any source without copying it.
 """
 from .errors import BudgetError, DataError, NotFittedError
 from .bayes import NaiveBayesClassifier
