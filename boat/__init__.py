@@ -1,6 +1,10 @@
-"""BOAT: bootstrapped optimistic tree construction (Gehrke et al., SIGMOD 1999).
+"""BOAT: bootstrapped optimistic tree construction (Gehrke, Ganti, Ramakrishnan, Loh, SIGMOD 1999).
 
-Planned (see the project's issues); it will build the same :class:`rainforest.Tree`.
-Nothing is exported yet.
+:class:`BoatClassifier` builds, in two passes over the data, the exact tree that
+``rainforest.DecisionTreeClassifier(max_bins=None)`` builds level by level, as the same
+:class:`rainforest.tree.Tree`, and keeps it up to date under insertions and deletions.
+See docs/boat.md.
 """
-__all__: list[str] = []
+from .estimator import BoatClassifier
+
+__all__ = ["BoatClassifier"]

@@ -158,22 +158,30 @@ class _Supply:
 
 
 def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, batch_size: int,
-              class_weight: np.ndarray | None, verbose: int = 0, n_rows: int = 0) -> tuple[Tree, GrowStats]:
+              class_weight: np.ndarray | None, verbose: int = 0, n_rows: int = 0, root_depth: int = 0,
+              total_weight: float | None = None) -> tuple[Tree, GrowStats]:
     """Grow a tree over ``source`` level by level; returns the tree and pass statistics.
+
+    ``root_depth`` and ``total_weight`` grow the subtree of one node of a larger tree whose rows
+    (the node's *family*) are all of ``source``: the root then counts as being that deep for
+    ``max_depth``, and ``min_weight_fraction_leaf`` / ``min_impurity_decrease`` are taken relative to
+    the larger tree's total weight (default: the source's own), so the subtree is the one growth
+    over all the data would build below that node (BOAT finishes its frontier this way).
 
     The spill folder, if RF-Write made one, is removed before returning, also on an error or an
     interrupt."""
     supply = _Supply(source, schema.names + [schema.label.name] + ([schema.weight] if schema.weight else []),
                      batch_size, verbose, n_rows)
     try:
-        return _grow(supply, schema, params, budget_bytes, class_weight, n_rows)
+        return _grow(supply, schema, params, budget_bytes, class_weight, n_rows, root_depth, total_weight)
     finally:
         if supply.spill is not None:
             supply.spill.remove()
 
 
 def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int,
-          class_weight: np.ndarray | None, n_rows: int) -> tuple[Tree, GrowStats]:
+          class_weight: np.ndarray | None, n_rows: int, root_depth: int = 0,
+          whole_weight: float | None = None) -> tuple[Tree, GrowStats]:
     crit = CRITERIA[params.criterion]
     node_crit = ENTROPY if crit == GAIN_RATIO else crit
     n_classes = len(schema.label.classes)
@@ -195,7 +203,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
     stats = GrowStats(attribute_groups=len(groups))
     local = not getattr(supply.source, "distributed", False)  # spill and keep in place in this process
     nodes = _Nodes()
-    nodes.add_leaf(np.zeros(n_classes), n_rows, 0.0, 0)  # rows known from profiling let RF-Hybrid pull the root
+    nodes.add_leaf(np.zeros(n_classes), n_rows, 0.0, root_depth)  # rows known from profiling let RF-Hybrid pull the root
     frontier = [0]
     derived: dict[int, tuple[int, list[int]]] = {}  # child -> (parent, siblings counted directly)
     parent_avc: dict[int, np.ndarray] = {}
@@ -297,8 +305,8 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                     nodes.value[0] = totals[:n_classes]
                     nodes.n_node_samples[0] = int(round(totals[n_classes])) if weighted else int(round(w_root))
                     nodes.impurity[0] = impurity(totals[:n_classes], w_root, node_crit)
-                    min_weight_leaf = params.min_weight_fraction_leaf * w_root
-                    total_weight = w_root
+                    total_weight = w_root if whole_weight is None else whole_weight
+                    min_weight_leaf = params.min_weight_fraction_leaf * total_weight
                     root_done = True
                     if _pre_leaf(nodes, 0, params, max_depth, min_weight_leaf):
                         stop = True
@@ -315,17 +323,9 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                 child_counts = branch_totals(block, br, nb)
                 child_value = child_counts[:, :n_classes]
                 child_n = child_counts[:, n_classes] if weighted else child_value.sum(axis=1)
-                child_w = child_value.sum(axis=1)
-                child_imp = [impurity(child_value[b], child_w[b], node_crit) for b in range(nb)]
-                wn = child_w.sum()
-                if nb == 2:  # scikit-learn's impurity_improvement, operation for operation
-                    dec = nodes.impurity[node] - (child_w[1] / wn * child_imp[1]) - (child_w[0] / wn * child_imp[0])
-                else:
-                    dec = nodes.impurity[node]
-                    for b in range(nb):
-                        dec -= child_w[b] / wn * child_imp[b]
-                improvement = (wn / total_weight) * dec
-                if improvement + EPSILON < params.min_impurity_decrease:
+                child_imp, keep = split_outcome(nodes.impurity[node], child_value, node_crit, total_weight,
+                                                params.min_impurity_decrease)
+                if not keep:
                     continue
                 _split(nodes, node, schema.attributes[a], a, br, nb, ls, rs, inf, int(np.argmax(child_n)))
                 first = len(nodes.feature)
@@ -358,6 +358,24 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
     if supply.spill is not None:
         stats.spill_reads, stats.spill_bytes = supply.spill.reads, supply.spill.bytes_written
     return nodes.to_tree(schema, params.criterion, n_classes), stats
+
+
+def split_outcome(node_impurity: float, child_value: np.ndarray, node_crit: int, total_weight: float,
+                  min_impurity_decrease: float) -> tuple[list, bool]:
+    """The children's impurities, and whether the split is kept: its weighted impurity decrease
+    (scikit-learn's ``impurity_improvement``, operation for operation) reaches ``min_impurity_decrease``."""
+    child_w = child_value.sum(axis=1)
+    nb = len(child_value)
+    child_imp = [impurity(child_value[b], child_w[b], node_crit) for b in range(nb)]
+    wn = child_w.sum()
+    if nb == 2:
+        dec = node_impurity - (child_w[1] / wn * child_imp[1]) - (child_w[0] / wn * child_imp[0])
+    else:
+        dec = node_impurity
+        for b in range(nb):
+            dec -= child_w[b] / wn * child_imp[b]
+    improvement = (wn / total_weight) * dec
+    return child_imp, not improvement + EPSILON < min_impurity_decrease
 
 
 @numba.njit(cache=True, nogil=True)

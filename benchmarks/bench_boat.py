@@ -1,0 +1,234 @@
+#!/usr/bin/env python
+"""BOAT benchmark: the exact tree in two passes, against exact RainForest and scikit-learn.
+
+For every Agrawal function (``--functions``, default F1, F6, F7) and training size (``--rows``,
+default 10M and 100M rows) fits, each in its own child process (killed after ``--time-limit``):
+
+* ``boat``             -- ``BoatClassifier(max_depth=--depth)`` on the Parquet folder (passes, failures reported);
+* ``rainforest-exact`` -- ``DecisionTreeClassifier(max_bins=None, max_depth=--depth)`` (RF-Hybrid, exact);
+* ``sklearn``          -- scikit-learn's exact ``DecisionTreeClassifier(max_depth=--depth)``, rows read into numpy;
+* ``boat-update``      -- a BOAT fit, then ``update(inserted=1 % more rows)``: the update's time against the fit's
+  (a rebuild), and whether the updated tree equals a fresh BOAT fit on the changed data (at sizes up to
+  ``--check-update-rows``).
+
+Fit times include reading the data. Writes ``<out>.md``, ``<out>.json`` and ``<out>.png``
+(default ``benchmarks/results/boat``).
+
+    python benchmarks/bench_boat.py                          # the full grid (the lead's run)
+    python benchmarks/bench_boat.py --rows 200000 --functions 1 --out /tmp/boat_small   # a check
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when run as a script
+import harness  # noqa: E402  (standard library only)
+from harness import LABEL, ROOT, SEED, fmt, rows_label  # noqa: E402
+
+CONTENDERS = ("boat", "rainforest-exact", "sklearn", "boat-update")
+PACKAGES = ("rainforest", "numba", "pyarrow", "scikit-learn")
+COLORS = {"boat": "#2a7f62", "rainforest-exact": "#7fbf7b", "sklearn": "#4c72b0", "boat-update": "#dd8452"}
+
+
+def _boat(args):
+    from boat import BoatClassifier
+    kw = {"max_depth": args.depth}
+    if args.memory_budget:
+        kw["memory_budget"] = args.memory_budget
+    if args.work_dir:
+        kw["work_dir"] = args.work_dir
+    return BoatClassifier(**kw)
+
+
+def _warm(args) -> float:
+    """Compile (or load) the Numba kernels outside the timed fit."""
+    from boat import BoatClassifier
+    from rainforest.datasets import agrawal_table
+    t0 = time.perf_counter()
+    warm = agrawal_table(5000, function=args.function, seed=SEED + 1)
+    with BoatClassifier(max_depth=args.depth, max_family_rows=500, sample_size=2000, n_bootstrap=3) as clf:
+        clf.fit(warm, target=LABEL)
+        clf.update(inserted=warm.slice(0, 50))
+    return time.perf_counter() - t0
+
+
+def run_boat(args) -> dict:
+    warmup = _warm(args)
+    clf = _boat(args)
+    t0 = time.perf_counter()
+    clf.fit(args.train, target=LABEL)
+    fit = time.perf_counter() - t0
+    row = {"fit_seconds": fit, "passes": int(clf.n_passes_), "warmup_seconds": warmup,
+           "verification_failures": clf.n_verification_failures_, "rebuilt_subtrees": clf.n_rebuilt_subtrees_,
+           "coarse_nodes": clf.n_coarse_nodes_, "frontier_subtrees": clf.n_frontier_subtrees_,
+           "test_accuracy": float(clf.score(args.test, target=LABEL)), "n_nodes": int(clf.tree_.node_count)}
+    clf.close()
+    return row
+
+
+def run_exact(args) -> dict:
+    from rainforest import DecisionTreeClassifier
+    from rainforest.datasets import agrawal_table
+    kw = {"max_depth": args.depth, "max_bins": None}
+    if args.memory_budget:
+        kw["memory_budget"] = args.memory_budget
+    t0 = time.perf_counter()
+    DecisionTreeClassifier(**kw).fit(agrawal_table(5000, function=args.function, seed=SEED + 1), target=LABEL)
+    warmup = time.perf_counter() - t0
+    clf = DecisionTreeClassifier(**kw)
+    t0 = time.perf_counter()
+    clf.fit(args.train, target=LABEL)
+    fit = time.perf_counter() - t0
+    return {"fit_seconds": fit, "passes": int(clf.n_passes_), "warmup_seconds": warmup,
+            "test_accuracy": float(clf.score(args.test, target=LABEL)), "n_nodes": int(clf.tree_.node_count)}
+
+
+def run_sklearn(args) -> dict:
+    from bench_foundation import _read_xy
+    from sklearn.tree import DecisionTreeClassifier
+    t0 = time.perf_counter()
+    X, y = _read_xy(args.train)
+    clf = DecisionTreeClassifier(max_depth=args.depth, random_state=0).fit(X, y)
+    fit = time.perf_counter() - t0
+    del X, y
+    Xt, yt = _read_xy(args.test)
+    return {"fit_seconds": fit, "passes": None, "test_accuracy": float(clf.score(Xt, yt)),
+            "n_nodes": int(clf.tree_.node_count)}
+
+
+def run_update(args) -> dict:
+    import pyarrow.parquet as pq
+
+    from rainforest.datasets import agrawal_table
+    warmup = _warm(args)
+    folder = tempfile.mkdtemp(prefix="bench-boat-")
+    try:
+        n_new = max(1, args.rows // 100)
+        extra = os.path.join(folder, "inserted.parquet")
+        pq.write_table(agrawal_table(n_new, function=args.function, seed=SEED, start=10 ** 12), extra)
+        clf = _boat(args)
+        t0 = time.perf_counter()
+        clf.fit(args.train, target=LABEL)
+        fit = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        clf.update(inserted=extra)
+        update = time.perf_counter() - t0
+        row = {"fit_seconds": update, "rebuild_seconds": fit, "update_ratio": update / fit, "passes": int(clf.n_passes_),
+               "inserted_rows": n_new, "verification_failures": clf.n_verification_failures_,
+               "rebuilt_subtrees": clf.n_rebuilt_subtrees_, "frontier_subtrees": clf.n_frontier_subtrees_,
+               "warmup_seconds": warmup, "equals_rebuild": None}
+        if args.rows <= args.check_update_rows:
+            from storage import ParquetSource
+            fresh = _boat(args).fit(ParquetSource([str(p) for p in sorted(Path(args.train).glob("*.parquet"))]
+                                                  + [extra]), target=LABEL)
+            row["equals_rebuild"] = fresh.tree_.to_dict() == clf.tree_.to_dict()
+            fresh.close()
+        clf.close()
+        return row
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+RUNNERS = {"boat": run_boat, "rainforest-exact": run_exact, "sklearn": run_sklearn, "boat-update": run_update}
+
+
+def write_markdown(path: Path, rows, info) -> None:
+    lines = ["# BOAT: the exact tree in two passes", "",
+             f"Depth {info['depth']}, Agrawal functions {info['functions']}, exact split points everywhere. "
+             f"`{info['command']}` on {info['machine'].get('cpu', '?')} ({info['date']}).", "",
+             "| function | rows | contender | status | seconds | passes | failures / rebuilt | test accuracy | "
+             "update / rebuild | peak RSS (MB) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        fails = "-" if r.get("verification_failures") is None else \
+            f"{r['verification_failures']} / {r.get('rebuilt_subtrees')}"
+        ratio = "-" if r.get("update_ratio") is None else \
+            f"{r['update_ratio']:.3f} (equal: {r.get('equals_rebuild')})"
+        lines.append(f"| F{r['function']} | {rows_label(r['rows'])} | {r['name']} | {r.get('status')} | "
+                     f"{fmt(r.get('fit_seconds'), '.2f')} | {fmt(r.get('passes'), 'd')} | {fails} | "
+                     f"{fmt(r.get('test_accuracy'), '.4f')} | {ratio} | {fmt(r.get('peak_rss_mb'), '.0f')} |")
+    lines += ["", "`boat-update` times `update(inserted=1 % of the rows)`; `update / rebuild` divides it by the "
+              "BOAT fit of the same run. Passes are over the data (BOAT's repairs read its work folder)."]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def draw(axes, rows, info) -> str:
+    for ax, f_key in zip(axes, ("fit_seconds", "passes")):
+        for name in CONTENDERS:
+            pts = [(r["rows"], r[f_key]) for r in rows if r["name"] == name and r.get(f_key) is not None]
+            if pts:
+                pts.sort()
+                ax.plot(*zip(*pts), marker="o", color=COLORS[name], label=name)
+        ax.set_xscale("log")
+        ax.set_xlabel("training rows")
+        ax.set_ylabel(f_key.replace("_", " "))
+    axes[0].legend(fontsize=8)
+    return f"BOAT vs exact RainForest and scikit-learn (depth {info['depth']})"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--rows", type=lambda s: harness.parse_ints(s, "row count", 1000), default=[10_000_000, 100_000_000])
+    p.add_argument("--functions", type=lambda s: harness.parse_ints(s, "Agrawal function", 1, 10), default=[1, 6, 7])
+    p.add_argument("--depth", type=int, default=10, help="maximum tree depth (default 10)")
+    p.add_argument("--files", type=int, default=20, help="training Parquet files per size (default 20)")
+    p.add_argument("--test-rows", type=int, default=100_000)
+    p.add_argument("--time-limit", type=float, default=3600.0, help="seconds per child process (default 3600)")
+    p.add_argument("--memory-budget", default=None)
+    p.add_argument("--work-dir", default=None, help="BOAT's work_dir (default: the system's temporary folder)")
+    p.add_argument("--check-update-rows", type=int, default=10_000_000,
+                   help="up to this size, check that the updated tree equals a fresh fit (default 10M)")
+    p.add_argument("--contenders", default=",".join(CONTENDERS))
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "boat"))
+    p.add_argument("--data-root", default=str(ROOT / "benchmarks" / "data"))
+    p.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
+    p.add_argument("--train", help=argparse.SUPPRESS)
+    p.add_argument("--test", help=argparse.SUPPRESS)
+    p.add_argument("--function", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--generate", help=argparse.SUPPRESS)
+    p.add_argument("--meta", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        args.rows = args.n
+        return harness.child(args.child, lambda: RUNNERS[args.child](args), "fit_seconds")
+    if args.generate:
+        harness.generate(Path(args.generate), json.loads(args.meta))
+        return 0
+    contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
+    info = {**harness.run_info(PACKAGES), "rows_list": args.rows, "functions": args.functions, "depth": args.depth,
+            "time_limit": args.time_limit, "memory_budget": args.memory_budget, "contenders": contenders}
+    rows = []
+    for f in args.functions:
+        for n in args.rows:
+            files = min(args.files, n)
+            data_dir = Path(args.data_root) / f"agrawal_f{f}_{n}_{files}"
+            harness.prepare_data(__file__, data_dir, harness.data_meta(n, files, f, args.test_rows, 1))
+            for name in contenders:
+                print(f"F{f} {rows_label(n)} {name} ...", flush=True)
+                child_args = ["--train", str(data_dir / "train"), "--test", str(data_dir / "test"), "--depth",
+                              str(args.depth), "--function", str(f), "--n", str(n),
+                              "--check-update-rows", str(args.check_update_rows)]
+                if args.memory_budget:
+                    child_args += ["--memory-budget", args.memory_budget]
+                if args.work_dir:
+                    child_args += ["--work-dir", args.work_dir]
+                row = harness.run_contender(__file__, name, child_args, args.time_limit, "fit_seconds")
+                row.update({"function": f, "rows": n})
+                print(f"  {row.get('status')}: {fmt(row.get('fit_seconds'), '.2f')} s, passes {row.get('passes')}",
+                      flush=True)
+                rows.append(row)
+    harness.write_results(args.out, info, rows, write_markdown, draw)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

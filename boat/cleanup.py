@@ -1,0 +1,253 @@
+"""BOAT's cleanup pass: every row streams down the coarse tree.
+
+At each coarse node it passes, a row adds to the node's statistics: class counts per bucket of
+every numeric attribute (with each bucket's smallest and largest value) and per category of
+every categorical attribute, the node's class totals, and for the node's own numeric split the
+counts left (below ``lo``) and right (above ``hi``) of the interval with the largest value below
+and the smallest above.  A row stops where the coarse criterion cannot route it (a numeric
+value inside the interval or missing, a category the sample did not show the node) or at a
+frontier node, and is written to that node's Parquet file in the work folder.  Frontier files
+hold the node's family; interval files are routed on once the exact split is known.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rainforest.schema import CATEGORICAL, Schema, lower_bound
+
+from .coarse import CoarseTree
+
+
+def stats_layout(schema: Schema, n_buckets: int) -> np.ndarray:
+    """Offset of each attribute's slots in a node's statistics: ``n_buckets`` buckets of a numeric
+    attribute or its categories, then a missing slot (the AVC-group layout of :mod:`rainforest.criteria`)."""
+    sizes = [len(a.categories) + 1 if a.kind == CATEGORICAL else n_buckets + 1 for a in schema.attributes]
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+@dataclass
+class NodeStats:
+    """Counts of the rows that passed each coarse node (see the module doc)."""
+
+    counts: np.ndarray  # (nodes, slots, classes)
+    vmin: np.ndarray  # (nodes, slots): smallest value counted in a numeric bucket
+    vmax: np.ndarray
+    total: np.ndarray  # (nodes, classes)
+    below: np.ndarray  # (nodes, classes): rows left of the interval of the node's numeric split
+    above: np.ndarray
+    below_max: np.ndarray  # (nodes,): the largest value below the interval (NaN: unknown after deletions)
+    below_max_n: np.ndarray  # rows holding it
+    above_min: np.ndarray
+    above_min_n: np.ndarray
+
+    @classmethod
+    def zeros(cls, n_nodes: int, n_slots: int, n_classes: int) -> "NodeStats":
+        return cls(np.zeros((n_nodes, n_slots, n_classes)), np.full((n_nodes, n_slots), np.inf),
+                   np.full((n_nodes, n_slots), -np.inf), np.zeros((n_nodes, n_classes)),
+                   np.zeros((n_nodes, n_classes)), np.zeros((n_nodes, n_classes)), np.full(n_nodes, -np.inf),
+                   np.zeros(n_nodes, np.int64), np.full(n_nodes, np.inf), np.zeros(n_nodes, np.int64))
+
+    def copy(self) -> "NodeStats":
+        return NodeStats(*(getattr(self, f.name).copy() for f in fields(self)))
+
+
+@numba.njit(cache=True, nogil=True)
+def route_and_count(X, y, start, sign, feature, lo, hi, route_offset, route, first_child, edges, kinds, offsets,
+                    counts, vmin, vmax, total, below, above, below_max, below_max_n, above_min, above_min_n,
+                    out_node, out_held):
+    """Move row ``i`` of the raw matrix ``X`` down the coarse tree from ``start[i]``, adding ``sign``
+    (+1, or -1 for a deleted row) to the statistics of every node it passes, until it is held at a
+    node or reaches a frontier node: ``out_node[i]``, ``out_held[i]``.  Serial, in row order."""
+    n_attr = X.shape[1]
+    n_edges = edges.shape[2]
+    for i in range(X.shape[0]):
+        k = start[i]
+        c = y[i]
+        while True:
+            f = feature[k]
+            if f < 0:
+                out_node[i] = k
+                out_held[i] = False
+                break
+            total[k, c] += sign
+            xf = X[i, f]
+            held = False
+            branch = 0
+            if kinds[f] == 0:
+                if xf != xf or (lo[k] <= xf and xf <= hi[k]):
+                    held = True
+                else:
+                    branch = 0 if xf < lo[k] else 1
+            else:
+                miss = offsets[f + 1] - offsets[f] - 1
+                code = miss + 1 if xf != xf else int(xf)
+                branch = route[route_offset[k] + code]
+                held = branch < 0
+            for a in range(n_attr):
+                x = X[i, a]
+                if kinds[a] == 0:
+                    if a == f and held:
+                        continue  # interval rows are counted exactly once the split is known
+                    if x != x:
+                        s = offsets[a + 1] - 1
+                    else:
+                        s = offsets[a] + lower_bound(edges[k, a], 0, n_edges, x)
+                        if sign > 0:
+                            vmin[k, s] = min(vmin[k, s], x)
+                            vmax[k, s] = max(vmax[k, s], x)
+                else:
+                    s = offsets[a + 1] - 1 if x != x else offsets[a] + int(x)
+                counts[k, s, c] += sign
+            if held:
+                out_node[i] = k
+                out_held[i] = True
+                break
+            if kinds[f] == 0:
+                if branch == 0:
+                    below[k, c] += sign
+                    below_max[k], below_max_n[k] = _extreme(below_max[k], below_max_n[k], xf, sign, 1.0)
+                else:
+                    above[k, c] += sign
+                    above_min[k], above_min_n[k] = _extreme(above_min[k], above_min_n[k], xf, sign, -1.0)
+            k = first_child[k] + branch
+
+
+@numba.njit(cache=True, inline="always")
+def _extreme(m, n, x, sign, direction):
+    """The largest (``direction`` 1) or smallest (-1) value and its multiplicity after adding
+    (``sign`` 1) or removing (-1) ``x``; NaN once the extreme itself is removed (then unknown)."""
+    if sign > 0:
+        if (x - m) * direction > 0:
+            return x, 1
+        if x == m:
+            return m, n + 1
+        return m, n
+    if x == m:
+        n -= 1
+        if n == 0:
+            return np.nan, 0
+    return m, n
+
+
+def route_rows(coarse: CoarseTree, schema: Schema, offsets: np.ndarray, stats: NodeStats, X: np.ndarray,
+               y: np.ndarray, start: np.ndarray, sign: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`route_and_count` over encoded rows; returns each row's stopping node and held flag."""
+    out_node = np.empty(len(y), np.int64)
+    out_held = np.empty(len(y), np.bool_)
+    route_and_count(np.ascontiguousarray(X), y, start.astype(np.int64), float(sign), coarse.feature, coarse.lo,
+                    coarse.hi, coarse.route_offset, coarse.route, coarse.first_child, coarse.edges,
+                    schema.kinds.astype(np.int64), offsets, stats.counts, stats.vmin, stats.vmax, stats.total,
+                    stats.below, stats.above, stats.below_max, stats.below_max_n, stats.above_min,
+                    stats.above_min_n, out_node, out_held)
+    return out_node, out_held
+
+
+class NodeFiles:
+    """The rows stopped at each coarse node, as Parquet files under ``folder/node-<k>/``.
+
+    Each write (the cleanup pass, each update) adds one file per node it reaches; deletions
+    rewrite a node's files through a temporary file and a rename.  ``version[k]`` changes
+    whenever node ``k``'s rows do."""
+
+    def __init__(self, folder: str, n_nodes: int):
+        self.folder = folder
+        self.version = np.zeros(n_nodes, np.int64)
+        self.n_rows = np.zeros(n_nodes, np.int64)
+        self._writers: dict = {}
+        self._generation = 0
+
+    def node_dir(self, k: int) -> str:
+        return os.path.join(self.folder, f"node-{k}")
+
+    def files(self, k: int) -> list[str]:
+        d = self.node_dir(k)
+        if not os.path.isdir(d):
+            return []
+        return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
+
+    def write(self, table: pa.Table, node: np.ndarray) -> None:
+        """Append the rows of ``table`` to the file of the node each stopped at (``node``)."""
+        order = np.argsort(node, kind="stable")
+        ks, starts = np.unique(node[order], return_index=True)
+        ends = np.append(starts[1:], len(order))
+        for k, s, e in zip(ks.tolist(), starts.tolist(), ends.tolist()):
+            part = table.take(pa.array(order[s:e]))
+            w = self._writers.get(k)
+            if w is None:
+                os.makedirs(self.node_dir(k), exist_ok=True)
+                path = os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet")
+                w = self._writers[k] = pq.ParquetWriter(path + ".tmp", part.schema)
+            w.write_table(part)
+            self.n_rows[k] += e - s
+            self.version[k] += 1
+
+    def commit(self) -> None:
+        """Close this write's files and move them into place."""
+        for k, w in self._writers.items():
+            w.close()
+            path = os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet")
+            os.replace(path + ".tmp", path)
+        self._writers = {}
+        self._generation += 1
+
+    def abort(self) -> None:
+        for w in self._writers.values():
+            try:
+                w.close()
+            except Exception:  # the folder is removed anyway
+                pass
+        self._writers = {}
+
+    def read(self, k: int, columns: list) -> pa.Table | None:
+        paths = self.files(k)
+        if not paths:
+            return None
+        return pa.concat_tables([pq.read_table(p, columns=columns) for p in paths])
+
+    def replace(self, k: int, table: pa.Table) -> None:
+        """Node ``k``'s rows become ``table`` (one file, written then renamed; the old files go)."""
+        old = self.files(k)
+        os.makedirs(self.node_dir(k), exist_ok=True)
+        path = os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet")
+        pq.write_table(table, path + ".tmp")
+        os.replace(path + ".tmp", path)
+        for p in old:
+            if p != path:
+                os.unlink(p)
+        self._generation += 1
+        self.n_rows[k] = table.num_rows
+        self.version[k] += 1
+
+
+@dataclass
+class CleanupTask:
+    """The cleanup pass as a :class:`storage.PassTask` (local sources: it writes the node files)."""
+
+    coarse: CoarseTree
+    schema: Schema
+    offsets: np.ndarray
+    files: NodeFiles
+    columns: list
+    file_schema: pa.Schema | None = None  # the work folder's column types (an update's rows are cast to them)
+
+    def new_state(self) -> NodeStats:
+        return NodeStats.zeros(self.coarse.n_nodes, int(self.offsets[-1]), len(self.schema.label.classes))
+
+    def update(self, state: NodeStats, batch: pa.RecordBatch, first_row: int) -> NodeStats:
+        X = self.schema.encode(batch)
+        y = self.schema.label.codes(batch.column(self.schema.label.name))
+        node, _ = route_rows(self.coarse, self.schema, self.offsets, state, X, y, np.zeros(len(y), np.int64))
+        table = pa.Table.from_batches([batch.select(self.columns)])
+        if self.file_schema is not None and not table.schema.equals(self.file_schema):
+            table = table.cast(self.file_schema)
+        self.files.write(table, node)
+        return state
+
+    def merge(self, a: NodeStats, b: NodeStats) -> NodeStats:  # pragma: no cover - local sources fold in order
+        raise NotImplementedError("BOAT's cleanup pass runs on local sources only")

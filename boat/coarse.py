@@ -1,0 +1,215 @@
+"""Bootstrap trees on the in-memory sample, and the coarse splitting criteria they agree on.
+
+The coarse tree is grown top down from ``b`` bootstrap trees (built with rainforest's own exact
+split search on bootstrap samples of the sample).  A node is expanded only while every bootstrap
+tree splits it on the same attribute: for a numeric attribute the coarse criterion is the
+interval ``[min, max]`` of the bootstrap thresholds, for a categorical one the branch of every
+category the sample holds at the node (all trees must agree on each).  A node where they
+disagree (on a categorical split: on the branch of most categories; a category they disagree
+on is held at the node like an interval's rows), where the sample says its rows fit in memory (``max_family_rows``), or at
+``max_depth`` is a *frontier* node: RainForest finishes it over its family.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from rainforest.grow import GrowParams, grow_tree
+from rainforest.profile import ProfileTask
+from rainforest.schema import CATEGORICAL, Schema
+from rainforest.tree import Tree
+from storage import TableSource
+
+
+@dataclass
+class CoarseTree:
+    """Coarse nodes in breadth-first order (node 0 is the root).
+
+    ``feature[k]`` is -1 at frontier nodes.  Numeric splits hold the rows whose value lies in
+    ``[lo[k], hi[k]]`` (and the missing ones) at the node; categorical splits route code ``c``
+    by ``route[route_offset[k] + c]`` (codes ``0..V-1``, then ``V`` unknown and ``V + 1``
+    missing), where -1 holds the row.  ``edges[k, a]`` are the bucket edges of numeric attribute
+    ``a`` at node ``k`` (a value's bucket is ``searchsorted(edges, x, "left")``; unused edges are +inf).
+    """
+
+    feature: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    route_offset: np.ndarray
+    route: np.ndarray
+    first_child: np.ndarray
+    depth: np.ndarray
+    edges: np.ndarray
+    parent: np.ndarray = field(default=None)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.feature)
+
+    def subtree(self, k: int) -> list[int]:
+        """Node ``k`` and its coarse descendants."""
+        out, stack = [], [k]
+        while stack:
+            j = stack.pop()
+            out.append(j)
+            if self.first_child[j] >= 0:
+                stack.extend((self.first_child[j], self.first_child[j] + 1))
+        return sorted(out)
+
+
+def sample_schema(sample: pa.Table, kinds: dict, target: str, where: str) -> Schema:
+    """The exact schema of the sample alone (what the bootstrap trees are grown with)."""
+    task = ProfileTask(kinds, target, None, where, exact=True, max_bins=0)
+    return task.schema(TableSource(table=sample).run_pass(task, list(kinds) + [target]))
+
+
+def bootstrap_trees(sample: pa.Table, schema: Schema, params: GrowParams, n_bootstrap: int, budget: int,
+                    random_state: int) -> list[Tree]:
+    """``n_bootstrap`` trees grown in memory on bootstrap samples (rows drawn with replacement)."""
+    rng = np.random.default_rng(random_state)
+    n = sample.num_rows
+    trees = []
+    for _ in range(n_bootstrap):
+        idx = np.sort(rng.integers(0, n, n))
+        tree, _ = grow_tree(TableSource(table=sample.take(pa.array(idx))), schema, params, budget, 65536, None,
+                            n_rows=n)
+        trees.append(tree)
+    return trees
+
+
+def build_coarse_tree(trees: list[Tree], boot_schema: Schema, schema: Schema, X: np.ndarray, n_total: int,
+                      max_family_rows: int, max_depth, n_buckets: int) -> CoarseTree:
+    """The coarse tree the bootstrap ``trees`` agree on, with bucket edges from the sample ``X``
+    (encoded with the full data's ``schema``) routed down it; ``n_total`` rows in the data."""
+    n_attr = len(schema.attributes)
+    scale = n_total / max(len(X), 1)
+    cat_map = _category_maps(boot_schema, schema)
+    nodes = []  # (boot node per tree, sample rows, depth, parent)
+    queue = [([0] * len(trees), np.arange(len(X)), 0, -1)]
+    feature, lo, hi, routes, first_child, depth, edges, parent = [], [], [], [], [], [], [], []
+    while queue:
+        boots, rows, d, par = queue.pop(0)
+        k = len(feature)
+        nodes.append(k)
+        parent.append(par)
+        depth.append(d)
+        split = None
+        if (max_depth is None or d < max_depth) and len(rows) * scale > max_family_rows and trees:
+            split = _agreed_split(trees, boots, schema, cat_map, X[rows])
+        node_edges = np.full((n_attr, n_buckets - 1), np.inf)
+        if split is None:
+            feature.append(-1)
+            lo.append(np.nan)
+            hi.append(np.nan)
+            routes.append(None)
+            first_child.append(-1)
+            edges.append(node_edges)
+            continue
+        f, interval, route, goes_left = split
+        feature.append(f)
+        lo.append(interval[0])
+        hi.append(interval[1])
+        routes.append(route)
+        for a, attr in enumerate(schema.attributes):
+            if attr.kind != CATEGORICAL:
+                node_edges[a] = _bucket_edges(X[rows, a], n_buckets, interval if a == f else None)
+        edges.append(node_edges)
+        first_child.append(-2)  # set below, once the children's numbers are known
+        left = goes_left(X[rows])
+        for b, part in enumerate((rows[left], rows[~left])):
+            queue.append(([int(t.first_child[i]) + b for t, i in zip(trees, boots)], part, d + 1, k))
+    # breadth-first numbering: the children of the i-th split are 2 consecutive nodes after the splits before it
+    fc = np.full(len(feature), -1, np.int32)
+    nxt = 1
+    for k in range(len(feature)):
+        if first_child[k] == -2:
+            fc[k] = nxt
+            nxt += 2
+    route_offset = np.full(len(feature), -1, np.int64)
+    flat = []
+    for k, r in enumerate(routes):
+        if r is not None:
+            route_offset[k] = sum(len(x) for x in flat)
+            flat.append(r)
+    return CoarseTree(np.asarray(feature, np.int32), np.asarray(lo, np.float64), np.asarray(hi, np.float64),
+                      route_offset, np.concatenate(flat).astype(np.int32) if flat else np.zeros(0, np.int32),
+                      fc, np.asarray(depth, np.int32), np.asarray(edges, np.float64).reshape(len(feature), n_attr, -1),
+                      np.asarray(parent, np.int32))
+
+
+def _category_maps(boot_schema: Schema, schema: Schema) -> list:
+    """Per attribute, the bootstrap schema's code of each category of the full schema (-1: absent)."""
+    out = []
+    for ba, a in zip(boot_schema.attributes, schema.attributes):
+        if a.kind != CATEGORICAL:
+            out.append(None)
+            continue
+        code = {v: i for i, v in enumerate(ba.categories)}
+        out.append(np.array([code.get(v, -1) for v in a.categories], np.int64))
+    return out
+
+
+def _agreed_split(trees, boots, schema, cat_map, Xs):
+    """``(feature, (lo, hi), route, goes_left)`` when every tree splits its node alike, else None."""
+    if any(t.first_child[i] < 0 or t.n_children[i] != 2 for t, i in zip(trees, boots)):
+        return None
+    feats = {int(t.feature[i]) for t, i in zip(trees, boots)}
+    if len(feats) != 1:
+        return None
+    f = feats.pop()
+    x = Xs[:, f]
+    missing = np.isnan(x)
+    if schema.attributes[f].kind != CATEGORICAL:
+        thr = np.array([t.threshold[i] for t, i in zip(trees, boots)])
+        if not np.all(np.isfinite(thr)):  # "missing vs the rest" splits cannot hold an interval
+            return None
+        mid = float(np.median(thr))
+        miss_left = np.mean([t.missing_branch[i] == 0 for t, i in zip(trees, boots)]) >= 0.5
+        return f, (float(thr.min()), float(thr.max())), None, \
+            lambda Z: np.where(np.isnan(Z[:, f]), miss_left, Z[:, f] <= mid)
+    n_cat = len(schema.attributes[f].categories)
+    present = np.zeros(n_cat + 2, bool)
+    codes = x[~missing].astype(np.int64)
+    present[np.unique(codes)] = True
+    present[n_cat + 1] = missing.any()
+    route = np.full(n_cat + 2, -1, np.int32)
+    cmap = cat_map[f]
+    for c in np.flatnonzero(present):
+        branches = set()
+        for t, i in zip(trees, boots):
+            off = t.cat_offset[i]
+            if c == n_cat + 1:
+                branches.add(int(t.missing_branch[i]))
+            else:
+                bc = cmap[c]
+                branches.add(int(t.cat_branch[off + (bc if bc >= 0 else len(t.categories[f]))]))
+        # a category the trees disagree on is held at the node like an interval's rows: the
+        # exact subset routes it (a coarse criterion of the categories they agree on)
+        route[c] = branches.pop() if len(branches) == 1 else -1
+    if len(set(route[route >= 0].tolist())) < 2:
+        return None
+    return f, (np.nan, np.nan), route, \
+        lambda Z: route[np.where(np.isnan(Z[:, f]), n_cat + 1, np.nan_to_num(Z[:, f], nan=0)).astype(np.int64)] == 0
+
+
+def _bucket_edges(x: np.ndarray, n_buckets: int, interval) -> np.ndarray:
+    """At most ``n_buckets - 1`` edges: the sample's distinct values when few, else its quantiles.
+    For the node's own split attribute, the edges skip the interval and bound it exactly (an edge
+    just below ``lo`` and one at ``hi``), so no bucket mixes held rows with the others."""
+    x = x[~np.isnan(x)]
+    room = n_buckets - 1
+    extra = []
+    if interval is not None:
+        lo, hi = interval
+        x = x[(x < lo) | (x > hi)]
+        extra = [np.nextafter(lo, -np.inf), hi]
+        room -= 2
+    u = np.unique(x)
+    if len(u) > room:
+        u = np.unique(np.quantile(x, np.arange(1, room + 1) / (room + 1), method="inverted_cdf"))
+    e = np.unique(np.concatenate([u, extra]))
+    out = np.full(n_buckets - 1, np.inf)
+    out[:len(e)] = e
+    return out

@@ -1,0 +1,196 @@
+"""Coarse to exact, top down: verified splits, interval rows routed on, RainForest below.
+
+Each coarse node, once its ancestors are final, gets its exact split (:mod:`boat.verify`) from
+its statistics and the rows held in its interval; those rows then go down the exact split (and
+on through the coarse tree, adding to the statistics of the nodes they pass).  A node that fails
+verification, and every frontier node, is finished by RainForest (``rainforest.grow``, exact
+mode) over its family: the files of its coarse subtree in the work folder plus the interval rows
+routed to it.  Subtrees are cached by their family's content, so an update regrows only those
+whose family changed or whose check now fails.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from rainforest.criteria import CRITERIA, impurity
+from rainforest.grow import EPSILON, GrowParams, grow_tree, split_outcome
+from rainforest.schema import CATEGORICAL, Schema
+from storage import ParquetSource, Source, TableSource
+
+from .assemble import Node, tree_nodes
+from .cleanup import NodeFiles, NodeStats, route_rows
+from .coarse import CoarseTree
+from .verify import node_split
+
+
+@dataclass
+class FamilySource(Source):
+    """Several sources read one after the other as one (a node's family: its files, its routed rows)."""
+
+    parts: list = None
+    name: str = "a node's family"
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.parts[0].schema
+
+    @property
+    def description(self) -> str:
+        return self.name
+
+    def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        for part in self.parts:
+            yield from part._batches(columns, batch_size)
+
+
+@dataclass
+class FinishReport:
+    failures: list = field(default_factory=list)  # (coarse node, reason)
+    rebuilt: int = 0  # failed nodes whose subtree was grown (not taken from the cache)
+    regrown: int = 0  # frontier subtrees grown (not taken from the cache)
+    verified: int = 0  # coarse nodes whose exact split was verified
+
+
+@dataclass
+class Finisher:
+    coarse: CoarseTree
+    schema: Schema
+    offsets: np.ndarray
+    files: NodeFiles
+    params: GrowParams
+    budget: int
+    batch_size: int
+    columns: list
+    cache: dict = field(default_factory=dict)  # coarse node -> (family signature, Node)
+
+    def finish(self, base: NodeStats, n_total: int) -> tuple[Node, FinishReport]:
+        """The whole tree from the cleanup pass's statistics ``base`` (not modified)."""
+        stats = base.copy()
+        crit = CRITERIA[self.params.criterion]
+        extras: dict[int, list] = {}
+        report = FinishReport()
+        max_depth = np.inf if self.params.max_depth is None else self.params.max_depth
+        total = stats.total[0] if self.coarse.feature[0] >= 0 else None
+        if total is None:  # the root is a frontier node: RainForest over everything
+            return self._subtree(0, extras, n_total, report, failed=False), report
+        root = Node(total.copy(), int(total.sum()), float(impurity(total, total.sum(), crit)))
+        queue = [(0, root)]
+        while queue:
+            k, node = queue.pop(0)
+            if self._pre_leaf(node, int(self.coarse.depth[k]), max_depth):
+                continue
+            held = self._held(k, extras)
+            f = int(self.coarse.feature[k])
+            X = self.schema.encode(held) if held is not None else np.empty((0, len(self.schema.attributes)))
+            y = self.schema.label.codes(held.column(self.schema.label.name)) if held is not None \
+                else np.empty(0, np.int32)
+            interval_slot = int(np.searchsorted(self.coarse.edges[k, f], self.coarse.hi[k], "left")) \
+                if self.schema.attributes[f].kind != CATEGORICAL else -1
+            split = node_split(stats.counts[k], stats.vmin[k], stats.vmax[k], self.offsets, self.schema, f,
+                               interval_slot, (stats.total[k], stats.below[k], stats.above[k], stats.below_max[k],
+                                               stats.above_min[k]),
+                               X[:, f], y, crit, self.params.min_samples_leaf, self.params.max_exhaustive)
+            if isinstance(split, str) or not self._consistent(k, split, X):
+                report.failures.append((k, split if isinstance(split, str) else "the exact split routes "
+                                        "differently from the coarse criterion"))
+                sub = self._subtree(k, extras, n_total, report, failed=True)
+                node.feature, node.threshold, node.missing_branch = sub.feature, sub.threshold, sub.missing_branch
+                node.cat_branch, node.children = sub.cat_branch, sub.children
+                continue
+            report.verified += 1
+            child_imp, keep = split_outcome(node.impurity, split.child_value, crit, float(n_total),
+                                            self.params.min_impurity_decrease)
+            if not keep:
+                continue
+            node.feature, node.threshold, node.missing_branch = split.feature, split.threshold, split.missing_branch
+            node.cat_branch = split.cat_branch
+            if held is not None:  # the interval rows go down the exact split, and on through the coarse tree
+                start = self.coarse.first_child[k] + self._branch(split, X)
+                stop, _ = route_rows(self.coarse, self.schema, self.offsets, stats, X, y, start)
+                for j in np.unique(stop).tolist():
+                    extras.setdefault(j, []).append(held.filter(pa.array(stop == j)))
+            for b in range(2):
+                c = int(self.coarse.first_child[k]) + b
+                value = split.child_value[b]
+                child = Node(value.copy(), int(value.sum()), float(child_imp[b]))
+                node.children.append(child)
+                if self._pre_leaf(child, int(self.coarse.depth[c]), max_depth):
+                    continue
+                if self.coarse.feature[c] >= 0:
+                    queue.append((c, child))
+                else:
+                    sub = self._subtree(c, extras, n_total, report, failed=False)
+                    child.feature, child.threshold, child.missing_branch = sub.feature, sub.threshold, \
+                        sub.missing_branch
+                    child.cat_branch, child.children = sub.cat_branch, sub.children
+        return root, report
+
+    def _pre_leaf(self, node: Node, depth: int, max_depth) -> bool:
+        """scikit-learn's conditions that make a node a leaf before its split is searched."""
+        p = self.params
+        return (depth >= max_depth or node.n < p.min_samples_split or node.n < 2 * p.min_samples_leaf
+                or node.impurity <= EPSILON)
+
+    def _held(self, k: int, extras: dict) -> pa.Table | None:
+        parts = []
+        own = self.files.read(k, self.columns)
+        if own is not None:
+            parts.append(own)
+        parts.extend(extras.get(k, []))
+        parts = [p for p in parts if p.num_rows]
+        return pa.concat_tables(parts) if parts else None
+
+    def _branch(self, split, X: np.ndarray) -> np.ndarray:
+        x = X[:, split.feature]
+        miss = np.isnan(x)
+        if split.slot_branch is None:
+            return np.where(miss, split.missing_branch, np.where(x <= split.threshold, 0, 1)).astype(np.int64)
+        codes = np.where(miss, len(split.slot_branch) - 1, np.nan_to_num(x, nan=0)).astype(np.int64)
+        return split.slot_branch[codes].astype(np.int64)
+
+    def _consistent(self, k: int, split, X: np.ndarray) -> bool:
+        """Whether the rows the coarse criterion routed went where the exact split sends them:
+        for a numeric split, the threshold lies between the values left and right of the interval
+        (always, by construction); for a categorical one, every category routed agrees."""
+        if split.slot_branch is None:
+            return True
+        f = split.feature
+        n_cat = len(self.schema.attributes[f].categories)
+        route = self.coarse.route[self.coarse.route_offset[k]:self.coarse.route_offset[k] + n_cat + 2]
+        coarse_slots = np.concatenate([route[:n_cat], route[n_cat + 1:]])  # categories, then missing
+        routed = coarse_slots >= 0
+        return bool(np.all(split.slot_branch[routed] == coarse_slots[routed]))
+
+    def _subtree(self, k: int, extras: dict, n_total: int, report: FinishReport, failed: bool) -> Node:
+        """RainForest's subtree of coarse node ``k`` over its family (cached by the family's content)."""
+        members = self.coarse.subtree(k)
+        tables = [t for j in members for t in extras.get(j, []) if t.num_rows]
+        digest = hashlib.sha1()
+        for t in tables:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, t.schema) as w:
+                w.write_table(t)
+            digest.update(sink.getvalue().to_pybytes())
+        signature = (tuple((j, int(self.files.version[j])) for j in members), digest.hexdigest())
+        hit = self.cache.get(k)
+        if hit is not None and hit[0] == signature:
+            return hit[1]
+        paths = [p for j in members for p in self.files.files(j)]
+        parts = ([ParquetSource(paths, partitioning=None)] if paths else []) + \
+            ([TableSource(table=pa.concat_tables(tables))] if tables else [])
+        n_rows = int(sum(self.files.n_rows[j] for j in members) + sum(t.num_rows for t in tables))
+        tree, _ = grow_tree(FamilySource(parts=parts, name=f"the family of BOAT node {k}"), self.schema, self.params,
+                            self.budget, self.batch_size, None, n_rows=n_rows, root_depth=int(self.coarse.depth[k]),
+                            total_weight=float(n_total))
+        node = tree_nodes(tree)
+        self.cache[k] = (signature, node)
+        if failed:
+            report.rebuilt += 1
+        else:
+            report.regrown += 1
+        return node

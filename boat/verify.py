@@ -1,0 +1,219 @@
+"""From coarse to exact: a node's exact split, and the check that no other split can beat it.
+
+The exact split is found by rainforest's own search (:func:`rainforest.criteria.search_node`)
+over an AVC-set that is exact where it matters: for a numeric coarse criterion, one slot for the
+rows left of the interval, one per distinct value inside it, one for the rows right of it and the
+missing slot; for a categorical one, the node's exact AVC-set.  With unit weights all counts are
+integers, so every candidate scores the same float as in a search over the node's whole
+AVC-group, and ties between candidates break the same way.
+
+Verification bounds every other candidate (splits of the other attributes, and of the split
+attribute outside its interval).  A split at a bucket boundary is a real candidate whose score
+is exact; the splits inside a bucket have left class counts in the box between the bucket's
+corner vectors, and since gini and entropy are concave, the weighted impurity over the box is
+smallest at a corner: the best corner bounds them all.  The exact split stands only if every
+bound is below its score (exact candidates may tie where the search would still pick ours).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from rainforest.criteria import _score_binary, _two_way, impurity, search_node
+from rainforest.grow import branch_totals
+from rainforest.schema import CATEGORICAL, NUMERIC, Attribute
+
+MAX_CORNER_CLASSES = 16  # a bucket mixing more classes than this is not bounded (the node fails)
+
+
+@dataclass
+class ExactSplit:
+    """A verified split: ``branch`` maps each slot of the split attribute's exact AVC-set (a numeric
+    one: below, the interval's values, above, missing) to a child."""
+
+    feature: int
+    score: float
+    threshold: float  # numeric; NaN for categorical
+    missing_branch: int
+    cat_branch: list | None  # categorical: the Tree's table (categories, then unseen -> majority)
+    slot_branch: np.ndarray | None  # categorical: branch per code, missing last
+    child_value: np.ndarray  # (2, classes)
+
+
+@numba.njit(cache=True)
+def _box_bound(L, C, total, wn, parent_imp, criterion):
+    """The best score over the box ``[L, L + C]`` of left class counts: the best corner."""
+    n_classes = L.shape[0]
+    cls = np.empty(n_classes, np.int64)
+    m = 0
+    for c in range(n_classes):
+        if C[c] > 0:
+            cls[m] = c
+            m += 1
+    if m > MAX_CORNER_CLASSES:
+        return np.inf
+    best = -np.inf
+    Lc = np.empty(n_classes)
+    R = np.empty(n_classes)
+    for mask in range(1 << m):
+        for c in range(n_classes):
+            Lc[c] = L[c]
+        for j in range(m):
+            if (mask >> j) & 1:
+                Lc[cls[j]] += C[cls[j]]
+        wl = 0.0
+        for c in range(n_classes):
+            R[c] = total[c] - Lc[c]
+            wl += Lc[c]
+        score = _score_binary(Lc, R, wl, wn - wl, wn, parent_imp, criterion)
+        if score > best:
+            best = score
+    return best
+
+
+@numba.njit(cache=True)
+def numeric_threat(block, vmin, vmax, lo, m, n_classes, total, n_total, wn, parent_imp, criterion, min_leaf,
+                   target, tol, tie_fails, skip_slot, skip_n1, skip_n2, skip_inf):
+    """Whether some threshold split of the numeric attribute in slots ``lo .. lo+m`` (buckets, then
+    missing) may score at least ``target`` (exactly ``target`` only when ``tie_fails``), walking the
+    candidates in the search's order: missing right, then missing left, then missing alone.
+    ``skip_*`` leave out the candidates the exact search already scored (the interval bucket, the
+    splits leaving ``skip_n1`` or ``skip_n2`` present rows on the left, the missing-alone split)."""
+    miss = lo + m
+    n_miss = 0.0
+    for c in range(n_classes):
+        n_miss += block[miss, c]
+    last = -1
+    for s in range(m):
+        for c in range(n_classes):
+            if block[lo + s, c] > 0:
+                last = s
+    L = np.zeros(n_classes)
+    R = np.zeros(n_classes)
+    C = np.zeros(n_classes)
+    for search in range(2 if n_miss > 0 else 1):
+        for c in range(n_classes):
+            L[c] = block[miss, c] if search == 1 else 0.0
+        n_present = 0.0
+        for s in range(m):
+            ns = 0.0
+            for c in range(n_classes):
+                C[c] = block[lo + s, c]
+                ns += C[c]
+            if ns <= 0:
+                continue
+            if s != skip_slot and vmin[lo + s] < vmax[lo + s]:
+                if _box_bound(L, C, total, wn, parent_imp, criterion) >= target - tol:
+                    return True
+            for c in range(n_classes):
+                L[c] += C[c]
+            n_present += ns
+            if s < last and n_present != skip_n1 and n_present != skip_n2:
+                n_left = n_present + (n_miss if search == 1 else 0.0)
+                score = _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, 0.0)
+                if score > target or (score == target and tie_fails):
+                    return True
+        if search == 0 and n_miss > 0 and last >= 0 and not skip_inf:
+            score = _two_way(L, R, total, n_present, n_total, wn, parent_imp, criterion, min_leaf, 0.0)
+            if score > target or (score == target and tie_fails):
+                return True
+    return False
+
+
+def _search_one(block: np.ndarray, kind: int, n_classes: int, criterion: int, min_leaf: int, max_exhaustive: int):
+    """:func:`search_node` over one attribute's slots."""
+    branch = np.zeros(block.shape[0], np.int64)
+    res = search_node(np.ascontiguousarray(block), np.array([0, block.shape[0]], np.int64), np.array([kind], np.int8),
+                      n_classes, False, criterion, False, float(min_leaf), 0.0, max_exhaustive, branch, 0)
+    return res, branch
+
+
+def node_split(block, vmin, vmax, offsets, schema, f, interval_slot, stats, held_x, held_y, criterion,
+               min_leaf, max_exhaustive) -> ExactSplit | str:
+    """The verified exact split of a coarse node splitting on attribute ``f``, or a string saying why
+    it cannot be verified (then the node's subtree is rebuilt from its family).
+
+    ``block`` (slots x classes) holds the node's bucket / category counts and ``vmin`` / ``vmax``
+    each bucket's value range (:class:`boat.cleanup.NodeStats`); ``interval_slot`` is the bucket of
+    ``f`` that the interval fills; ``stats`` = (total, below, above, below_max, above_min);
+    ``held_x`` / ``held_y``: the value of ``f`` and the class of each row held at the node."""
+    n_classes = block.shape[1]
+    total, below, above, below_max, above_min = stats
+    attr = schema.attributes[f]
+    lo, hi = offsets[f], offsets[f + 1]
+    if attr.kind == NUMERIC:
+        present = ~np.isnan(held_x)
+        values, inverse = np.unique(held_x[present], return_inverse=True)
+        mini = np.zeros((len(values) + 3, n_classes))
+        mini[0] = below
+        np.add.at(mini, (1 + inverse, held_y[present]), 1.0)
+        mini[len(values) + 1] = above
+        np.add.at(mini, (len(values) + 2, held_y[~present]), 1.0)
+        (a, score, ls, rs, inf, nb), branch = _search_one(mini, NUMERIC, n_classes, criterion, min_leaf,
+                                                           max_exhaustive)
+        if a < 0:
+            return "no valid split inside the interval"
+        if inf:
+            return "the best split of the interval sends only the missing values right"
+        ends = np.concatenate([[below_max], values, [above_min]])
+        if np.isnan(ends[ls]) or np.isnan(ends[rs]):
+            return "the value next to the interval is unknown after deletions"
+        split = ExactSplit(f, float(score), Attribute(attr.name, NUMERIC, exact=True, cuts=ends).threshold(ls, rs),
+                           int(branch[-1]), None, None, branch_totals(mini, branch, 2))
+        # the split attribute's own buckets, the held rows put back (interval bucket, missing slot)
+        own = block[lo:hi].copy()
+        held_present = mini[1:len(values) + 1].sum(axis=0)
+        own[interval_slot] = held_present
+        own[-1] = mini[-1]
+        n_below = float(below.sum())
+        if numeric_threat(own, vmin[lo:hi], vmax[lo:hi], 0, hi - lo - 1, n_classes, total, total.sum(), total.sum(),
+                          _parent_impurity(total, criterion), criterion, float(min_leaf), split.score,
+                          _tolerance(split.score), True, int(interval_slot), n_below, n_below + held_present.sum(),
+                          True):
+            return f"attribute {attr.name!r} may split better outside its interval"
+    else:
+        (a, score, ls, rs, inf, nb), branch = _search_one(block[lo:hi], CATEGORICAL, n_classes, criterion,
+                                                           min_leaf, max_exhaustive)
+        if a < 0:
+            return "no valid split of the categorical attribute"
+        child_value = branch_totals(np.ascontiguousarray(block[lo:hi]), branch, nb)
+        m = hi - lo - 1
+        majority = int(np.argmax(child_value.sum(axis=1)))
+        split = ExactSplit(f, float(score), np.nan, int(branch[m]), [int(b) for b in branch[:m]] + [majority],
+                           branch.copy(), child_value)
+    return _others_threat(block, vmin, vmax, offsets, schema, f, total, split.score, criterion, min_leaf,
+                          max_exhaustive) or split
+
+
+def _others_threat(block, vmin, vmax, offsets, schema, f, total, target, criterion, min_leaf,
+                   max_exhaustive) -> str | None:
+    """Why an attribute other than ``f`` might split the node at least as well, or None."""
+    n_classes = block.shape[1]
+    wn = total.sum()
+    parent_imp = _parent_impurity(total, criterion)
+    tol = _tolerance(target)
+    for a, attr in enumerate(schema.attributes):
+        if a == f:
+            continue
+        lo, hi = offsets[a], offsets[a + 1]
+        if attr.kind == NUMERIC:
+            if numeric_threat(block, vmin, vmax, lo, hi - lo - 1, n_classes, total, wn, wn, parent_imp, criterion,
+                              float(min_leaf), target, tol, a < f, -1, -1.0, -1.0, False):
+                return f"attribute {attr.name!r} may split better"
+        else:
+            (b, score, *_), _ = _search_one(block[lo:hi], CATEGORICAL, n_classes, criterion, min_leaf,
+                                            max_exhaustive)
+            if b >= 0 and (score > target or (score == target and a < f)):
+                return f"attribute {attr.name!r} splits better"
+    return None
+
+
+def _parent_impurity(total: np.ndarray, criterion: int) -> float:
+    return float(impurity(total, total.sum(), criterion))
+
+
+def _tolerance(score: float) -> float:
+    """Slack for the corner bounds, which are computed in floating point like the scores they bound."""
+    return 1e-9 * abs(score) + 1e-12
