@@ -11,6 +11,8 @@ training and in prediction; a category never seen in training is skipped too.
 """
 from __future__ import annotations
 
+import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numba
@@ -18,15 +20,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-
 from .avc import root_avc
 from .dask_predict import lazy_on_dask
 from .errors import DataError, NotFittedError
-from .estimators import numba_threads
+from .estimators import MODEL_FORMAT, MODEL_VERSION, _jsonable_params, _params_from_json, _plain, numba_threads
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
-from .schema import CATEGORICAL, category_values, numeric_values
+from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, numeric_values
+from .tree import write_atomic
+
+#: the naive Bayes part of a model file (also embedded, once per round, in a boosted model)
+BAYES_FORMAT = "rainforest.naive_bayes"
+BAYES_VERSION = 1
 
 
 # -- the single pass ------------------------------------------------------------------
@@ -65,7 +71,7 @@ class BayesCounts:
     spread: dict = field(default_factory=dict)  # attribute -> Moments over all rows, unweighted
     n_rows: int = 0
 
-    def merge(self, other: "BayesCounts") -> "BayesCounts":
+    def merge(self, other: BayesCounts) -> BayesCounts:
         self.n_rows += other.n_rows
         for c, w in other.class_weight.items():
             self.class_weight[c] = self.class_weight.get(c, 0.0) + w
@@ -242,6 +248,16 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
         Smoothed log P(value | class) of each counted attribute (``counted_features_`` order).
     n_passes_ : int
         Passes over the data made by the last ``fit`` (1 with Gaussian numerics).
+    feature_names_in_ : ndarray of str
+        The feature columns.
+    target_ : str
+        The label column.
+
+    Notes
+    -----
+    :meth:`save` writes the counts themselves (Gaussian mode) or the count
+    tables and bin edges (binned mode), so a loaded model predicts bit for bit
+    as the saved one and ``partial_fit`` goes on counting where it stopped.
 
     Examples
     --------
@@ -278,15 +294,13 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
         data = training_data(X, y, target, sample_weight, features)
         kinds = attribute_kinds(data.source, data.features, self.categorical_features)
         before = data.source.n_passes
+        self._kinds, self._target = kinds, data.target
         if self.numeric == "binned":
             self._fit_binned(data, kinds)
         else:
-            self._counts = self._one_pass(data, kinds)
-            self._kinds, self._target = kinds, data.target
-            self._set_gaussian_model(self._counts)
+            self._set_gaussian_model(self._one_pass(data, kinds))
         self.n_passes_ = data.source.n_passes - before
-        self.n_features_in_ = len(data.features)
-        self.feature_names_in_ = np.asarray(data.features, dtype=object)
+        self._set_inputs()
         return self
 
     def partial_fit(self, X, y=None, *, target=None, sample_weight=None, features=None):
@@ -301,11 +315,16 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
             if kinds != self._kinds:
                 raise DataError("partial_fit got other feature columns or kinds than before")
             counts = self._counts.merge(counts)
-        self._counts, self._kinds, self._target = counts, kinds, data.target
+        self._kinds, self._target = kinds, data.target
         self._set_gaussian_model(counts)
-        self.n_features_in_ = len(data.features)
-        self.feature_names_in_ = np.asarray(data.features, dtype=object)
+        self._set_inputs()
         return self
+
+    def _set_inputs(self):
+        """The fitted attributes describing the input columns (all in ``_kinds``, in order)."""
+        self.n_features_in_ = len(self._kinds)
+        self.feature_names_in_ = np.asarray(list(self._kinds), dtype=object)
+        self.target_ = self._target
 
     def _one_pass(self, data, kinds) -> BayesCounts:
         task = BayesPass(kinds, data.target, data.weight, data.source.description)
@@ -324,6 +343,7 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
         self.class_log_prior_ = np.log(self.class_count_) - np.log(self.class_count_.sum())
 
     def _set_gaussian_model(self, counts: BayesCounts):
+        self._counts = counts  # kept: partial_fit and save go on from them
         self._set_classes(counts.class_weight)
         classes = list(self.classes_)
         self.numeric_features_ = [a for a, k in self._kinds.items() if k != CATEGORICAL]
@@ -369,16 +389,105 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
             avc = root_avc(data.source, schema, self.batch_size)
         offsets = schema.slot_offsets()
         first = avc[offsets[0]:offsets[1], :n_classes].sum(axis=0)
-        self._set_classes(dict(zip(schema.label.classes, first)))
+        # the AVC-set of each attribute, its missing slot dropped, is its count table
+        tables = [avc[offsets[j]:offsets[j + 1] - 1, :n_classes].T.copy() for j in range(len(schema.attributes))]
+        self._set_binned_model(schema, dict(zip(schema.label.classes, first)), tables)
+
+    def _set_binned_model(self, schema: Schema, class_weight: dict, tables: list):
+        """The binned model from its attributes (bin edges, categories), class weights and count tables."""
+        if hasattr(self, "_counts"):  # a refit in binned mode: nothing left to partial_fit on
+            del self._counts
+        self._set_classes(class_weight)
         self._schema = schema
         self.numeric_features_ = []
         self.counted_features_ = schema.names
-        self.theta_ = self.var_ = np.zeros((n_classes, 0))
-        # the AVC-set of each attribute, its missing slot dropped, is its count table
-        self.category_count_ = [avc[offsets[j]:offsets[j + 1] - 1, :n_classes].T.copy()
-                                for j in range(len(schema.attributes))]
+        self.theta_ = self.var_ = np.zeros((len(self.classes_), 0))
+        self.category_count_ = tables
         self.categories_ = [a.categories if a.kind == CATEGORICAL else list(a.cuts) for a in schema.attributes]
         self._set_log_probs()
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the model as versioned JSON (no pickle), atomically; :func:`rainforest.load` reads it.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file; written to a temporary file in its folder, then renamed over it.
+        """
+        self._check_fitted()
+        doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": type(self).__name__,
+               "params": _jsonable_params(self.get_params()), "n_passes": getattr(self, "n_passes_", None),
+               "naive_bayes": self._model_dict()}
+        write_atomic(path, json.dumps(doc, sort_keys=True, allow_nan=False))
+
+    @classmethod
+    def from_document(cls, doc: dict, path: str = "<document>") -> NaiveBayesClassifier:
+        """The estimator saved in ``doc`` (a parsed model file whose estimator is this class).
+
+        Raises
+        ------
+        ValueError
+            If ``doc`` holds no valid naive Bayes model (the message names ``path``).
+        """
+        with reading_model(doc, cls.__name__, path):
+            est = cls(**_params_from_json(doc["params"]))
+            est._set_model_dict(doc["naive_bayes"])
+            if doc.get("n_passes") is not None:  # a model built by partial_fit alone has none
+                est.n_passes_ = int(doc["n_passes"])
+        return est
+
+    def _model_dict(self) -> dict:
+        """What prediction and ``partial_fit`` need, as JSON: lists of pairs where a dict would be keyed
+        by a class or a value (JSON keys are strings only; the values keep their types)."""
+        d = {"format": BAYES_FORMAT, "version": BAYES_VERSION, "target": self._target,
+             "features": [[name, int(kind)] for name, kind in self._kinds.items()]}
+        if hasattr(self, "_counts"):  # Gaussian: the counts are the model
+            c = self._counts
+            d["counts"] = {
+                "n_rows": int(c.n_rows),
+                "class_weight": [[_plain(k), float(w)] for k, w in c.class_weight.items()],
+                "categories": [[a, [[_plain(k), _plain(v), float(w)] for (k, v), w in cnt.items()]]
+                               for a, cnt in c.categories.items()],
+                "moments": [[a, [[_plain(k), *_moments_list(m)] for k, m in per_class.items()]]
+                            for a, per_class in c.moments.items()],
+                "spread": [[a, *_moments_list(m)] for a, m in c.spread.items()]}
+            return d
+        d["class_weight"] = [[_plain(k), float(w)] for k, w in zip(self.classes_, self.class_count_)]
+        d["attributes"] = [{"name": a.name, "kind": int(a.kind), "counts": table.tolist(),
+                            "values": [_plain(v) for v in a.categories] if a.kind == CATEGORICAL
+                            else [float(x) for x in a.cuts]}
+                           for a, table in zip(self._schema.attributes, self.category_count_)]
+        return d
+
+    def _set_model_dict(self, d: dict) -> None:
+        """Set the fitted model from :meth:`_model_dict`'s output (ValueError, KeyError, ... if malformed)."""
+        if d.get("format") != BAYES_FORMAT:
+            raise ValueError(f"no naive Bayes model in it (format {d.get('format')!r})")
+        if d.get("version") != BAYES_VERSION:
+            raise ValueError(f"naive Bayes format version {d.get('version')!r}; this build reads {BAYES_VERSION}")
+        kinds = {}
+        for name, kind in d["features"]:
+            if not isinstance(name, str) or kind not in (NUMERIC, CATEGORICAL) or isinstance(kind, bool):
+                raise ValueError(f"feature {name!r} has an unknown kind {kind!r}")
+            kinds[name] = kind
+        self._kinds, self._target = kinds, d["target"]
+        if "counts" in d:
+            self._set_gaussian_model(_counts_from_dict(d["counts"]))
+        else:
+            class_weight = {k: float(w) for k, w in d["class_weight"]}
+            attributes, tables = [], []
+            for a in d["attributes"]:
+                numeric = a["kind"] == NUMERIC
+                attributes.append(Attribute(a["name"], a["kind"], exact=False,
+                                            cuts=np.asarray(a["values"] if numeric else [], np.float64),
+                                            categories=[] if numeric else list(a["values"])))
+                tables.append(np.asarray(a["counts"], np.float64))
+                if tables[-1].shape != (len(class_weight), attributes[-1].n_slots):
+                    raise ValueError(f"the count table of {a['name']!r} has shape {tables[-1].shape}")
+            schema = Schema(attributes, Label(self._target, sorted(class_weight)))
+            self._set_binned_model(schema, class_weight, tables)
+        self._set_inputs()
 
     # -- prediction ------------------------------------------------------------------------
     def _check_fitted(self):
@@ -429,3 +538,32 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
 
     def predict(self, X) -> np.ndarray:
         return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+
+
+# -- model files ------------------------------------------------------------------------------
+@contextmanager
+def reading_model(doc, estimator: str, path: str):
+    """Read a parsed model file of ``estimator``: whatever is malformed in it becomes one
+    ValueError naming the file (the top-level format and version are checked by ``load``)."""
+    if not isinstance(doc, dict) or doc.get("estimator") != estimator:
+        raise ValueError(f"{path!r} holds no {estimator} model")
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        why = f"the entry {exc} is missing" if isinstance(exc, KeyError) else str(exc)
+        raise ValueError(f"{path!r} holds a corrupt {estimator} model: {why}") from None
+
+
+def _moments_list(m: Moments) -> list:
+    return [float(m.w), float(m.mean), float(m.m2)]
+
+
+def _counts_from_dict(d: dict) -> BayesCounts:
+    """:class:`BayesCounts` from the ``counts`` part of :meth:`NaiveBayesClassifier._model_dict`."""
+    counts = BayesCounts(n_rows=int(d["n_rows"]))
+    counts.class_weight = {k: float(w) for k, w in d["class_weight"]}
+    counts.categories = {a: {(k, v): float(w) for k, v, w in cells} for a, cells in d["categories"]}
+    counts.moments = {a: {k: Moments(float(w), float(mean), float(m2)) for k, w, mean, m2 in per_class}
+                      for a, per_class in d["moments"]}
+    counts.spread = {a: Moments(float(w), float(mean), float(m2)) for a, w, mean, m2 in d["spread"]}
+    return counts

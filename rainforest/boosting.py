@@ -15,6 +15,7 @@ got the row wrong)``) as the rows stream by, and counts with it.
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Sequence
@@ -24,17 +25,25 @@ import pyarrow as pa
 
 from storage import Source
 
-from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier
+from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier, reading_model
 from .dask_predict import lazy_on_dask
 from .errors import DataError, NotFittedError
-from .estimators import DecisionTreeClassifier, numba_threads
+from .estimators import (MODEL_FORMAT, MODEL_VERSION, DecisionTreeClassifier, _jsonable_params, _params_from_json,
+                         _plain, numba_threads)
 from .grow import grow_tree
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .schema import Label, numeric_values
+from .tree import Tree, write_atomic
 
 BOOST_WEIGHT = "__boost_weight__"
 PREVIOUS_WRONG = "__previous_wrong__"
+
+#: the boosting part of a model file
+BOOSTING_FORMAT = "rainforest.adaboost"
+BOOSTING_VERSION = 1
+#: the weak learners a model file may name, by class name
+BASE_LEARNERS = {"DecisionTreeClassifier": DecisionTreeClassifier, "NaiveBayesClassifier": NaiveBayesClassifier}
 
 
 @dataclass
@@ -150,8 +159,8 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
 
     Attributes
     ----------
-    estimators_ : list
-        The fitted learners.
+    estimators_ : list of Tree or NaiveBayesClassifier
+        The fitted learners (a tree round's learner is its :class:`Tree`).
     estimator_weights_ : ndarray
         Their weights ``alpha``.
     estimator_errors_ : ndarray
@@ -160,6 +169,17 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
         Passes over the data made by ``fit``.
     n_passes_per_round_ : list of int
         Passes each round took (the profiling and closing passes not included).
+    classes_ : ndarray
+    feature_names_in_ : ndarray of str
+        The feature columns.
+    target_ : str
+        The label column.
+
+    Notes
+    -----
+    :meth:`save` writes every round's learner (trees as :meth:`Tree.to_dict`,
+    naive Bayes as its counts) and weight; a loaded model predicts bit for bit
+    as the saved one.
     """
 
     def __init__(self, estimator=None, *, n_estimators=50, learning_rate=1.0):
@@ -192,6 +212,7 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
         self.estimator_errors_ = np.array(self.estimator_errors_)
         self.n_features_in_ = len(data.features)
         self.feature_names_in_ = np.asarray(data.features, dtype=object)
+        self.target_ = data.target
         return self
 
     # -- weights as the rows stream by ---------------------------------------------------
@@ -316,11 +337,80 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
             learner = NaiveBayesClassifier(**base.get_params())
             learner._kinds, learner._target = kinds, data.target
             learner._set_gaussian_model(counts)
-            learner.feature_names_in_ = np.asarray(data.features, dtype=object)
+            learner._set_inputs()
             if label_values is None:
                 label_values = list(learner.classes_)
                 self.classes_ = learner.classes_
             self.estimators_.append(learner)
+
+    # -- persistence -----------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the model as versioned JSON (no pickle), atomically; :func:`rainforest.load` reads it.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file; written to a temporary file in its folder, then renamed over it.
+        """
+        if not hasattr(self, "estimators_"):
+            raise NotFittedError("this AdaBoostClassifier is not fitted yet; call fit first")
+        base = self.estimator
+        params = dict(self.get_params(), estimator=None if base is None else
+                      {"estimator": type(base).__name__, "params": _jsonable_params(base.get_params())})
+        learners = [e._model_dict() if isinstance(e, NaiveBayesClassifier) else e.to_dict() for e in self.estimators_]
+        boosting = {"format": BOOSTING_FORMAT, "version": BOOSTING_VERSION, "target": self.target_,
+                    "features": [str(f) for f in self.feature_names_in_],
+                    "classes": [_plain(c) for c in self.classes_],
+                    "learner": "naive_bayes" if isinstance(self.estimators_[0], NaiveBayesClassifier) else "tree",
+                    "learners": learners, "weights": [float(a) for a in self.estimator_weights_],
+                    "errors": [float(e) for e in self.estimator_errors_],
+                    "n_passes_per_round": [int(n) for n in self.n_passes_per_round_]}
+        doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": type(self).__name__,
+               "params": params, "n_passes": self.n_passes_, "boosting": boosting}
+        write_atomic(path, json.dumps(doc, sort_keys=True, allow_nan=False))
+
+    @classmethod
+    def from_document(cls, doc: dict, path: str = "<document>") -> AdaBoostClassifier:
+        """The estimator saved in ``doc`` (a parsed model file whose estimator is this class).
+
+        Raises
+        ------
+        ValueError
+            If ``doc`` holds no valid boosted model (the message names ``path``).
+        """
+        with reading_model(doc, cls.__name__, path):
+            params = dict(doc["params"])
+            base = params.get("estimator")
+            if base is not None:
+                if base["estimator"] not in BASE_LEARNERS:
+                    raise ValueError(f"unknown base estimator {base['estimator']!r}")
+                base = BASE_LEARNERS[base["estimator"]](**_params_from_json(base["params"]))
+            est = cls(**dict(params, estimator=base))
+            b = doc["boosting"]
+            if b.get("format") != BOOSTING_FORMAT:
+                raise ValueError(f"no boosted model in it (format {b.get('format')!r})")
+            if b.get("version") != BOOSTING_VERSION:
+                raise ValueError(f"boosting format version {b.get('version')!r}; this build reads {BOOSTING_VERSION}")
+            if b["learner"] == "tree":
+                est.estimators_ = [Tree.from_dict(d) for d in b["learners"]]
+            elif b["learner"] == "naive_bayes":
+                est.estimators_ = [NaiveBayesClassifier(**base.get_params()) for _ in b["learners"]]
+                for learner, d in zip(est.estimators_, b["learners"]):
+                    learner._set_model_dict(d)
+            else:
+                raise ValueError(f"unknown learner kind {b['learner']!r}")
+            est.estimator_weights_ = np.asarray(b["weights"], np.float64)
+            est._alphas = list(est.estimator_weights_)
+            est.estimator_errors_ = np.asarray(b["errors"], np.float64)
+            if not est.estimators_ or len(est.estimators_) != len(est.estimator_weights_):
+                raise ValueError(f"{len(est.estimators_)} learners but {len(est.estimator_weights_)} weights")
+            est.classes_ = np.asarray(b["classes"])
+            est.feature_names_in_ = np.asarray(b["features"], dtype=object)
+            est.n_features_in_ = len(est.feature_names_in_)
+            est.target_ = b["target"]
+            est.n_passes_per_round_ = list(b["n_passes_per_round"])
+            est.n_passes_ = doc.get("n_passes")
+        return est
 
     # -- prediction --------------------------------------------------------------------------
     def decision_function(self, X) -> np.ndarray:

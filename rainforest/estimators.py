@@ -20,6 +20,8 @@ from .grow import GrowParams, grow_tree
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
+from .pruning import (_check_ccp_alpha, cost_complexity_path, cost_complexity_prune, pessimistic_prune,
+                      reduced_error_prune, validation_counts, validation_errors)
 from .tree import Tree, write_atomic
 
 MODEL_FORMAT = "rainforest.model"
@@ -80,6 +82,10 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         A node is split only if the weighted impurity decrease reaches this.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplied with the sample weights.
+    ccp_alpha : float, default=0.0
+        Complexity parameter of minimal cost-complexity pruning, applied after growth as in
+        scikit-learn: the subtree whose effective alpha is the largest not above ``ccp_alpha``
+        (see :meth:`cost_complexity_pruning_path`). ``0.0`` does not prune.
     categorical_features : "auto" or list, default="auto"
         Columns to treat as categorical besides string and boolean columns
         (names, or positions for arrays). Integer columns are numeric unless named here.
@@ -135,6 +141,10 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         What growth did besides passes: ``spill_reads`` and ``spill_bytes``
         (RF-Write), ``attribute_groups`` (more than 1 under RF-Vertical) and
         ``kept_rows`` (rows pulled into memory by RF-Hybrid).
+    pruning_ : list of dict
+        The prunings applied to ``tree_``, in order: ``{"method": "cost_complexity" |
+        "pessimistic" | "reduced_error", <its parameter>, "nodes_before", "nodes_after", ...}``;
+        empty when the tree is as grown. Saved with the model.
 
     Examples
     --------
@@ -145,7 +155,7 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
 
     def __init__(self, *, criterion="gini", categorical_split="binary", max_bins=255, max_depth=None,
                  min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
-                 min_impurity_decrease=0.0, class_weight=None, categorical_features="auto",
+                 min_impurity_decrease=0.0, class_weight=None, ccp_alpha=0.0, categorical_features="auto",
                  memory_budget="1GB", algorithm="hybrid", spill_dir=None, batch_size=None, binning_sample=200_000,
                  n_jobs=-1, random_state=0, verbose=0):
         self.criterion = criterion
@@ -157,6 +167,7 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         self.min_weight_fraction_leaf = min_weight_fraction_leaf
         self.min_impurity_decrease = min_impurity_decrease
         self.class_weight = class_weight
+        self.ccp_alpha = ccp_alpha
         self.categorical_features = categorical_features
         self.memory_budget = memory_budget
         self.algorithm = algorithm
@@ -183,6 +194,7 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
             raise ValueError(f"min_weight_fraction_leaf must be in [0, 0.5], got {self.min_weight_fraction_leaf!r}")
         if not self.min_impurity_decrease >= 0:
             raise ValueError(f"min_impurity_decrease must be >= 0, got {self.min_impurity_decrease!r}")
+        _check_ccp_alpha(self.ccp_alpha)
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(map(repr, ALGORITHMS))}, got {self.algorithm!r}")
         if self.batch_size is not None and not (_is_int(self.batch_size) and self.batch_size >= 1):
@@ -227,12 +239,119 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
             tree, stats = grow_tree(source, schema, params, budget, batch_size, class_weight, self.verbose,
                                     profile.n_rows)
         self.tree_ = tree
+        self.pruning_ = []
+        if self.ccp_alpha > 0:
+            self._record_pruning(cost_complexity_prune(tree, self.ccp_alpha), "cost_complexity",
+                                 ccp_alpha=_json_number(self.ccp_alpha))
         self._set_fitted_inputs(schema.label.classes, data.features, data.has_names)
         self.n_passes_ = source.n_passes - passes_before
         self.n_passes_per_level_ = stats.passes_per_level
         self.grow_stats_ = stats
         self.n_rows_ = profile.n_rows
         return self
+
+    # -- pruning ---------------------------------------------------------------
+    def cost_complexity_pruning_path(self, X, y=None, *, target=None, sample_weight=None, features=None):
+        """The minimal cost-complexity pruning path of the tree grown on ``X``, as scikit-learn's.
+
+        Grows a tree with these parameters but ``ccp_alpha=0.0`` (so it costs a fit; this
+        estimator is not changed). For the path of an already fitted, unpruned tree, without
+        a pass over the data, use ``rainforest.pruning.cost_complexity_path(clf.tree_)``.
+
+        Parameters
+        ----------
+        X, y, target, sample_weight, features
+            As :meth:`fit`.
+
+        Returns
+        -------
+        CostComplexityPath
+            ``ccp_alphas`` (increasing, from 0.0) and ``impurities`` (the total weighted leaf
+            impurity of each subtree), scikit-learn's, also readable as ``path["ccp_alphas"]``;
+            and ``n_leaves`` of each subtree.
+        """
+        grown = type(self)(**{**self.get_params(), "ccp_alpha": 0.0})
+        grown.fit(X, y, target=target, sample_weight=sample_weight, features=features)
+        return cost_complexity_path(grown.tree_)
+
+    def prune_cost_complexity(self, ccp_alpha: float):
+        """Prune the fitted tree in place with cost-complexity parameter ``ccp_alpha`` (no pass).
+
+        What ``ccp_alpha`` does in :meth:`fit`, without growing the tree again: pick an alpha
+        from :func:`rainforest.pruning.cost_complexity_path` of ``tree_`` and prune. The
+        ``ccp_alpha`` parameter is not changed; ``pruning_`` records the pruning.
+
+        Returns
+        -------
+        self
+        """
+        self._check_fitted()
+        self._record_pruning(cost_complexity_prune(self.tree_, ccp_alpha), "cost_complexity",
+                             ccp_alpha=_json_number(ccp_alpha))
+        return self
+
+    def prune_pessimistic(self, confidence: float = 0.25):
+        """Prune the fitted tree in place by C4.5's pessimistic (error-based) pruning; no pass.
+
+        A subtree becomes a leaf when C4.5's estimate of the errors of the leaf (the upper
+        limit of the binomial confidence interval at level ``confidence`` on its training
+        rows) is at most the sum of the estimates of the subtree's leaves. Subtree replacement
+        only, no subtree raising (see :func:`rainforest.pruning.pessimistic_prune`).
+
+        Parameters
+        ----------
+        confidence : float, default=0.25
+            C4.5's confidence factor CF, in (0, 1); smaller prunes more.
+
+        Returns
+        -------
+        self
+        """
+        self._check_fitted()
+        self._record_pruning(pessimistic_prune(self.tree_, confidence), "pessimistic",
+                             confidence=float(confidence))
+        return self
+
+    def prune_reduced_error(self, X, y=None, *, target=None, sample_weight=None):
+        """Prune the fitted tree in place by reduced-error pruning on validation data, in one pass.
+
+        The pass routes every validation row to its leaf and counts it there (so at every node
+        on its path); then, bottom-up, a subtree becomes a leaf when the node, predicting its
+        training majority class, makes no more validation errors than the subtree. Nodes no
+        validation row reaches become leaves. Validation errors never increase.
+
+        Parameters
+        ----------
+        X : path, list of paths, Source, pyarrow Table, DataFrame or array-like
+            Validation rows with the tree's feature columns (as :meth:`predict`) and, for a
+            path, Source or table holding it, the label column ``target``.
+        y : array-like, optional
+            Validation labels, when ``X`` holds only features.
+        target : str, optional
+            The label column, when ``X`` holds it.
+        sample_weight : array-like or str, optional
+            Row weights, or the name of a weight column.
+
+        Returns
+        -------
+        self
+        """
+        self._check_fitted()
+        tree = self.tree_
+        data = training_data(X, y, target, sample_weight, list(tree.feature_names))
+        with numba_threads(self.n_jobs):
+            counts = validation_counts(tree, data.source, data.target, data.weight, self.batch_size or 65536)
+        pruned, errors_after = reduced_error_prune(tree, counts)
+        self._record_pruning(pruned, "reduced_error", validation_rows=float(counts[0].sum()),
+                             validation_errors_before=float(validation_errors(tree, counts)[tree.is_leaf].sum()),
+                             validation_errors_after=errors_after)
+        return self
+
+    def _record_pruning(self, pruned: Tree, method: str, **details) -> None:
+        self.pruning_ = list(getattr(self, "pruning_", [])) + [
+            {"method": method, **details, "nodes_before": int(self.tree_.node_count),
+             "nodes_after": int(pruned.node_count)}]
+        self.tree_ = pruned
 
     def _batch_size(self, budget: int, n_features: int) -> int:
         row_bytes = 8 * 4 * (n_features + 2)
@@ -362,7 +481,8 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         self._check_fitted()
         doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": type(self).__name__,
                "params": _jsonable_params(self.get_params()), "n_passes": self.n_passes_,
-               "has_feature_names": hasattr(self, "feature_names_in_"), "tree": self.tree_.to_dict()}
+               "has_feature_names": hasattr(self, "feature_names_in_"), "tree": self.tree_.to_dict(),
+               "pruning": getattr(self, "pruning_", [])}
         write_atomic(path, json.dumps(doc, sort_keys=True, allow_nan=False))
 
 
@@ -412,6 +532,12 @@ def load(path):
     if doc.get("estimator") == "RandomForestClassifier":  # the forest reads its own document (rainforest/forest.py)
         from .forest import RandomForestClassifier
         return RandomForestClassifier.from_document(doc, path)
+    if doc.get("estimator") == "NaiveBayesClassifier":  # rainforest/bayes.py
+        from .bayes import NaiveBayesClassifier
+        return NaiveBayesClassifier.from_document(doc, path)
+    if doc.get("estimator") == "AdaBoostClassifier":  # rainforest/boosting.py
+        from .boosting import AdaBoostClassifier
+        return AdaBoostClassifier.from_document(doc, path)
     classes = {"DecisionTreeClassifier": DecisionTreeClassifier}
     if doc.get("estimator") not in classes:
         raise ValueError(f"{path!r} holds an unknown estimator {doc.get('estimator')!r}")
@@ -425,11 +551,14 @@ def load(path):
     if doc.get("has_feature_names"):
         est.feature_names_in_ = np.asarray(tree.feature_names, dtype=object)
     est.n_passes_ = doc.get("n_passes")
+    est.pruning_ = list(doc.get("pruning", []))  # files written before pruning existed have none
     return est
 
 
 def _jsonable_params(params: dict) -> dict:
     out = dict(params)
+    if "ccp_alpha" in out:  # inf (prune to the root) is legal, and JSON has no infinity
+        out["ccp_alpha"] = _json_number(out["ccp_alpha"])
     if isinstance(out.get("class_weight"), dict):
         out["class_weight"] = {"pairs": [[_plain(k), float(v)] for k, v in out["class_weight"].items()]}
     if isinstance(out.get("categorical_features"), (list, tuple, np.ndarray)):
@@ -439,6 +568,8 @@ def _jsonable_params(params: dict) -> dict:
 
 def _params_from_json(params: dict) -> dict:
     out = dict(params)
+    if out.get("ccp_alpha") == "inf":
+        out["ccp_alpha"] = math.inf
     if isinstance(out.get("class_weight"), dict):
         out["class_weight"] = {k: v for k, v in out["class_weight"]["pairs"]}
     return out
@@ -446,6 +577,15 @@ def _params_from_json(params: dict) -> dict:
 
 def _plain(v):
     return v.item() if isinstance(v, np.generic) else v
+
+
+def _json_number(x):
+    """A number as JSON can hold it: ``"inf"`` for infinity."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return x
+    return "inf" if x == math.inf else x
 
 
 def _is_int(v) -> bool:

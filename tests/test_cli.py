@@ -187,13 +187,26 @@ def test_evaluate_matches_in_process_score(trained):
         row = [int(np.sum((y == k) & (pred == j))) for j in (0, 1)]
         assert re.search(rf"^\s+{k}\s+{row[0]:,}\s+{row[1]:,}\s*$", r.stdout, re.MULTILINE), (row, r.stdout)
         tp, pp, ap = row[k], int(np.sum(pred == k)), int(np.sum(y == k))
-        precision, recall = tp / pp, tp / ap
+        tn = int(np.sum((y != k) & (pred != k)))
+        precision, recall, specificity = tp / pp, tp / ap, tn / int(np.sum(y != k))
         f1 = 2 * precision * recall / (precision + recall)
-        assert re.search(rf"^\s+{k}\s+{precision:.4f}\s+{recall:.4f}\s+{f1:.4f}\s+{ap:,}\s*$", r.stdout,
-                         re.MULTILINE), r.stdout
-        macro.append((precision, recall, f1))
-    p, rc, f = np.mean(macro, axis=0)
-    assert re.search(rf"^\s*macro avg\s+{p:.4f}\s+{rc:.4f}\s+{f:.4f}\s+2,000\s*$", r.stdout, re.MULTILINE), r.stdout
+        assert re.search(rf"^\s+{k}\s+{precision:.4f}\s+{recall:.4f}\s+{specificity:.4f}\s+{f1:.4f}\s+{ap}\s*$",
+                         r.stdout, re.MULTILINE), r.stdout
+        macro.append((precision, recall, specificity, f1))
+    p, rc, sp, f = np.mean(macro, axis=0)
+    assert re.search(rf"^\s*macro avg\s+{p:.4f}\s+{rc:.4f}\s+{sp:.4f}\s+{f:.4f}\s+2000\s*$", r.stdout,
+                     re.MULTILINE), r.stdout
+    from sklearn.metrics import roc_auc_score
+    auc = roc_auc_score(y, clf.predict_proba(test)[:, 1])
+    assert float(re.search(r"^ROC AUC ([0-9.]+)$", r.stdout, re.MULTILINE).group(1)) == pytest.approx(auc, abs=1e-4)
+    # threshold moving and the ROC plot
+    roc = model.parent / "roc.png"
+    r = run_cli("evaluate", model, test, "--threshold", "0.9", "--pos-label", "1", "--roc", roc, cwd=model.parent)
+    assert r.returncode == 0, r.stderr
+    moved = np.mean(np.where(clf.predict_proba(test)[:, 1] >= 0.9, 1, 0) == y)
+    assert float(field(r.stdout, "accuracy").split()[0]) == pytest.approx(moved, abs=1e-6)
+    assert roc.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    roc.unlink()
 
 
 def test_inspect(trained):
@@ -290,3 +303,58 @@ def test_train_predict_evaluate_on_a_duckdb_file(trained, tmp_path):
         r = run_cli("train", db, *args, "--target", "class", "--model", tmp_path / "m2.json", cwd=tmp_path)
         assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and named in r.stderr, r.stderr
         assert not (tmp_path / "m2.json").exists()
+
+
+LEARNER_CASES = {
+    "forest": (["--learner", "forest", "--n-estimators", "30", "--max-depth", "5", "--max-bins", "64",
+                "--random-state", "7", "--oob-score"],
+               lambda: rainforest.RandomForestClassifier(30, max_depth=5, max_bins=64, random_state=7, oob_score=True)),
+    "bayes": (["--learner", "bayes", "--numeric", "binned", "--max-bins", "32", "--alpha", "0.5"],
+              lambda: rainforest.NaiveBayesClassifier(numeric="binned", max_bins=32, alpha=0.5)),
+    "adaboost": (["--learner", "adaboost", "--n-estimators", "6", "--base", "tree", "--max-depth", "2"],
+                 lambda: rainforest.AdaBoostClassifier(DecisionTreeClassifier(max_depth=2), n_estimators=6)),
+}
+
+
+@pytest.mark.parametrize("learner", sorted(LEARNER_CASES))
+def test_every_learner_trains_predicts_evaluates_and_inspects(learner, data, tmp_path):
+    """--learner forest | bayes | adaboost: the saved model is the in-process model, and predict,
+    evaluate and inspect read it."""
+    options, make = LEARNER_CASES[learner]
+    model = tmp_path / "model.json"
+    r = run_cli("train", data / "train", "--target", "class", "--model", model, *options, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ref = make().fit(str(data / "train"), target="class")
+    assert int(field(r.stdout, "passes")) == ref.n_passes_
+    loaded = rainforest.load(model)
+    assert type(loaded) is type(ref)
+    np.testing.assert_array_equal(loaded.predict_proba(str(data / "test")), ref.predict_proba(str(data / "test")))
+    pred = tmp_path / "pred.parquet"
+    r = run_cli("predict", model, data / "test", "--out", pred, "--proba", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(pq.read_table(pred).column("prediction").to_numpy(), ref.predict(str(data / "test")))
+    r = run_cli("evaluate", model, data / "test", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert float(field(r.stdout, "accuracy").split()[0]) == pytest.approx(ref.score(str(data / "test"), target="class"),
+                                                                          abs=1e-6)
+    r = run_cli("inspect", model, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert field(r.stdout, "target") == "class" and type(ref).__name__ in field(r.stdout, "model")
+    assert re.search(r"^features \(9\)", r.stdout, re.MULTILINE), r.stdout
+    if learner == "forest":
+        assert field(r.stdout, "trees").startswith("30 ")
+        assert f"{ref.oob_score_:.4f}" in r.stdout
+        r = run_cli("inspect", model, "--tree", 3, cwd=tmp_path)
+        assert r.returncode == 0 and r.stdout.startswith(ref.estimators_[3].export_text()), r.stderr
+    if learner == "adaboost":
+        assert r.stdout.count("round ") == len(ref.estimators_)
+
+
+def test_an_option_of_another_learner_is_an_error(data, tmp_path):
+    for args, named in ((["--learner", "bayes", "--max-depth", "3"], "--max-depth"),
+                        (["--n-estimators", "5"], "--n-estimators"),
+                        (["--learner", "forest", "--spill-dir", str(tmp_path)], "--spill-dir")):
+        r = run_cli("train", data / "train", "--target", "class", "--model", tmp_path / "m.json", *args, cwd=tmp_path)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+        assert named in r.stderr and "does not apply" in r.stderr
+        assert not (tmp_path / "m.json").exists()
