@@ -28,7 +28,7 @@ from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
 from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, numeric_values
-from .tree import write_atomic
+from .atomic import write_atomic
 
 #: the naive Bayes part of a model file (also embedded, once per round, in a boosted model)
 BAYES_FORMAT = "rainforest.naive_bayes"

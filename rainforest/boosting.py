@@ -34,7 +34,8 @@ from .grow import grow_tree
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .schema import Label, numeric_values
-from .tree import Tree, write_atomic
+from .atomic import write_atomic
+from .tree import Tree
 
 BOOST_WEIGHT = "__boost_weight__"
 PREVIOUS_WRONG = "__previous_wrong__"

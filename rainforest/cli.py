@@ -213,6 +213,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="threads; -1 uses all cores (default: -1)")
     _add_scheduler_option(p, "run every pass")
     p.add_argument("-v", "--verbose", action="count", default=0, help="print one line per pass over the data")
+    g = p.add_argument_group("pruning (--learner tree; --ccp-alpha also forest)")
+    g.add_argument("--ccp-alpha", type=float, default=None, metavar="A",
+                   help="minimal cost-complexity pruning after growth, as scikit-learn's ccp_alpha (default: 0, none)")
+    g.add_argument("--prune", choices=["pessimistic", "reduced-error"], default=None,
+                   help="pessimistic: C4.5's error-based pruning (no pass); reduced-error: prune against the "
+                        "labelled rows of --validation (one pass over them)")
+    g.add_argument("--confidence", type=float, default=None, metavar="CF",
+                   help="C4.5's confidence factor for --prune pessimistic; smaller prunes more (default: 0.25)")
+    g.add_argument("--validation", metavar="DATA", default=None,
+                   help="Parquet file, folder or glob with labelled rows for --prune reduced-error")
     g = p.add_argument_group("random forest (--learner forest)")
     g.add_argument("--n-estimators", type=_int_at_least(1), default=None, metavar="N",
                    help="trees of the forest (default: 100) or rounds of boosting (default: 50)")
@@ -293,6 +303,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the tree only down to this depth (default: all of it)")
     p.add_argument("--tree", type=_int_at_least(0), default=None, metavar="K",
                    help="for a forest: print its tree K (default: only the forest's summary)")
+    g = p.add_argument_group("exports (written atomically; the tree, or the forest's tree --tree K)")
+    g.add_argument("--dot", metavar="PATH", default=None, help="write the tree as Graphviz DOT text")
+    g.add_argument("--png", metavar="PATH", default=None, help="draw the tree as a PNG (needs Graphviz's dot)")
+    g.add_argument("--sql", choices=["duckdb", "postgres"], default=None,
+                   help="print the tree as one SQL CASE expression giving the class")
+    g.add_argument("--onnx", metavar="PATH", default=None,
+                   help="write the tree or the whole forest as an ONNX TreeEnsembleClassifier model (pip install "
+                        "rainforest[onnx])")
     p.set_defaults(func=cmd_inspect)
     return parser
 
@@ -397,9 +415,11 @@ def cmd_demo(args) -> int:
 # not a silent no-op.
 LEARNERS = {
     "tree": {"criterion", "categorical_split", "max_depth", "max_bins", "exact", "min_samples_leaf",
-             "min_samples_split", "memory_budget", "algorithm", "spill_dir", "class_weight"},
+             "min_samples_split", "memory_budget", "algorithm", "spill_dir", "class_weight", "ccp_alpha", "prune",
+             "confidence", "validation"},
     "forest": {"criterion", "categorical_split", "max_depth", "max_bins", "exact", "min_samples_leaf",
-               "min_samples_split", "memory_budget", "algorithm", "class_weight", "n_estimators", "max_features",
+               "min_samples_split", "memory_budget", "algorithm", "class_weight", "ccp_alpha", "n_estimators",
+               "max_features",
                "no_bootstrap", "max_samples", "oob_score", "random_state"},
     "bayes": {"numeric", "alpha", "max_bins"},
     "adaboost": {"n_estimators", "base", "learning_rate", "criterion", "max_depth", "max_bins", "exact",
@@ -409,7 +429,8 @@ _DEFAULTS = {"criterion": "gini", "categorical_split": "binary", "max_depth": No
              "min_samples_leaf": 1, "min_samples_split": 2, "memory_budget": "1GB", "algorithm": "hybrid",
              "spill_dir": None, "class_weight": None, "n_estimators": None, "max_features": None,
              "no_bootstrap": False, "max_samples": None, "oob_score": False, "random_state": None, "numeric": None,
-             "alpha": None, "base": None, "learning_rate": None}
+             "alpha": None, "base": None, "learning_rate": None, "ccp_alpha": None, "prune": None,
+             "confidence": None, "validation": None}
 
 
 def _learner(args):
@@ -442,7 +463,7 @@ def _learner(args):
                                   learning_rate=1.0 if args.learning_rate is None else args.learning_rate)
     shared = dict(categorical_split=args.categorical_split, min_samples_split=args.min_samples_split,
                   min_samples_leaf=args.min_samples_leaf, class_weight=args.class_weight, algorithm=args.algorithm,
-                  verbose=args.verbose, **tree)
+                  ccp_alpha=args.ccp_alpha or 0.0, verbose=args.verbose, **tree)
     if args.learner == "forest":
         return RandomForestClassifier(
             n_estimators=args.n_estimators or 100, max_features=args.max_features or "sqrt",
@@ -473,9 +494,17 @@ def _summary(clf) -> list[str]:
 def cmd_train(args) -> int:
     _check_output_path(args.model, "model")
     clf = _learner(args)
+    if (args.prune == "reduced-error") != (args.validation is not None):
+        raise ValueError("--prune reduced-error and --validation DATA go together")
+    if args.confidence is not None and args.prune != "pessimistic":
+        raise ValueError("--confidence applies to --prune pessimistic")
     t0 = time.perf_counter()
     with _opened(args) as data:
         clf.fit(data, target=args.target, sample_weight=args.weight, features=args.features)
+    if args.prune == "pessimistic":
+        clf.prune_pessimistic(0.25 if args.confidence is None else args.confidence)
+    elif args.prune == "reduced-error":
+        clf.prune_reduced_error(args.validation, target=args.target)
     fit_time = time.perf_counter() - t0
     clf.save(args.model)
     where = f" on the Dask cluster at {args.scheduler}" if args.scheduler is not None else ""
@@ -483,6 +512,8 @@ def cmd_train(args) -> int:
     _out(f"trained a {type(clf).__name__} on {f'{rows:,} rows, ' if rows else ''}{clf.n_features_in_} features, "
          f"{len(clf.classes_)} classes from {args.data}{where}",
          *_summary(clf),
+         *(f"pruned: {p['method'].replace('_', '-')}, {p['nodes_before']} -> {p['nodes_after']} nodes"
+           for p in getattr(clf, "pruning_", [])),
          f"passes: {clf.n_passes_}",
          f"time:   {_seconds(fit_time)}",
          f"model:  {args.model}")
@@ -571,6 +602,8 @@ def cmd_predict(args) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from .atomic import atomic_path
+
     clf = _load(args.model)
     _check_output_path(args.out, "output file")
     out = os.path.abspath(args.out)
@@ -578,12 +611,8 @@ def cmd_predict(args) -> int:
     names = ["prediction"] + ([f"proba_{c}" for c in classes] if args.proba else [])
     if len(set(names)) != len(names):
         raise ValueError(f"the classes {list(classes)!r} give clashing column names {names!r}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(out)}.", suffix=".tmp", dir=os.path.dirname(out))
-    os.close(fd)
-    stack = contextlib.ExitStack()
     n_rows = 0
-    try:
-        data = stack.enter_context(_opened(args))
+    with _opened(args) as data, atomic_path(out, suffix=".parquet") as tmp:  # renamed into place when complete
         writer = None
         try:
             for table in _scan(clf, data, []):
@@ -603,13 +632,6 @@ def cmd_predict(args) -> int:
         finally:
             if writer is not None:
                 writer.close()
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    finally:
-        stack.close()
     _out(f"wrote {n_rows:,} predictions to {args.out}")
     return 0
 
@@ -671,6 +693,7 @@ def cmd_inspect(args) -> int:
         trees = list(clf.estimators_)  # boosted trees, round by round
     else:
         trees = []
+    exported = _export(args, clf, trees)
     for k, tree in enumerate(trees or []):
         if len(trees) > 1:
             _out(f"round {k} (weight {clf.estimator_weights_[k]:.4f}):")
@@ -685,6 +708,8 @@ def cmd_inspect(args) -> int:
         _out(*(f"{label + ':':<10} {rest.strip()}" for label, rest in (line.split(":", 1) for line in _summary(clf))))
     if getattr(clf, "n_passes_", None) is not None:
         _out(f"passes:    {clf.n_passes_} (made by the fit that produced it)")
+    for line in exported:
+        _out(line)
     if hasattr(clf, "tree_"):
         importances = clf.tree_.feature_importances()
     elif hasattr(clf, "tree_seeds_"):
@@ -703,6 +728,38 @@ def cmd_inspect(args) -> int:
     for j in np.argsort(-importances, kind="stable"):
         _out(f"  {str(features[j]):<{width}}  {kinds[j]:<11}  {importances[j]:.4f}")
     return 0
+
+
+def _export(args, clf, trees) -> list[str]:
+    """Write the exports inspect was asked for; lines saying what was written."""
+    wanted = [a for a in ("dot", "png", "sql", "onnx") if getattr(args, a) is not None]
+    if not wanted:
+        return []
+    tree = trees[0] if trees and len(trees) == 1 else None
+    if args.onnx is not None and tree is None and not hasattr(clf, "tree_seeds_"):
+        raise ValueError(f"--onnx exports trees and forests; {args.model!r} holds a {type(clf).__name__}")
+    if tree is None and wanted != ["onnx"]:
+        raise ValueError(f"--{wanted[0]} exports one tree; {args.model!r} holds a {type(clf).__name__}"
+                         + (" (choose one with --tree K)" if hasattr(clf, "tree_seeds_") else ""))
+    for a in ("dot", "png", "onnx"):
+        if getattr(args, a) is not None:
+            _check_output_path(getattr(args, a), f"{a.upper()} file")
+    lines = []
+    if args.dot is not None:
+        from .dot import export_dot
+        export_dot(tree, args.dot, filled=True)
+        lines.append(f"DOT:       {args.dot}")
+    if args.png is not None:
+        from .dot import render_png
+        render_png(tree, args.png, filled=True)
+        lines.append(f"PNG:       {args.png}")
+    if args.onnx is not None:
+        from .onnx import to_onnx
+        to_onnx(clf if args.tree is None else tree, args.onnx)
+        lines.append(f"ONNX:      {args.onnx}")
+    if args.sql is not None:
+        lines += ["", f"SQL ({args.sql}):", tree.to_sql(args.sql)]
+    return lines
 
 
 def _feature_kinds(clf) -> list[str]:

@@ -22,7 +22,8 @@ from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
 from .pruning import (_check_ccp_alpha, cost_complexity_path, cost_complexity_prune, pessimistic_prune,
                       reduced_error_prune, validation_counts, validation_errors)
-from .tree import Tree, write_atomic
+from .atomic import write_atomic
+from .tree import Tree
 
 MODEL_FORMAT = "rainforest.model"
 MODEL_VERSION = 1

@@ -48,10 +48,12 @@ from .grow import EPSILON, GrowParams, PassMeter, _Nodes, _pre_leaf, _split, bra
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .profile import quantile_edges
+from .pruning import cost_complexity_prune
 from .rowhash import M32, row_hash
 from .rows import encode_rows, slot_dtype, step, to_slots
 from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema
-from .tree import Tree, write_atomic
+from .atomic import write_atomic
+from .tree import Tree
 
 FOREST_FORMAT = "rainforest.forest"
 FOREST_VERSION = 1
@@ -676,6 +678,9 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
         rows (the Poisson rate); ``None`` is the number of rows.
     class_weight : dict, "balanced" or None, default=None
         Class weights, multiplied into every row's weight.
+    ccp_alpha : float, default=0.0
+        Each grown tree is pruned by minimal cost-complexity pruning with this parameter (on its
+        bootstrap-weighted counts, as scikit-learn's forests); ``0.0`` does not prune.
     combination : {None, "linear"}, default=None
         ``"linear"`` is Forest-RC: each tree's candidates are ``n_combinations`` random linear
         combinations of ``n_combined`` numeric attributes (coefficients uniform in [-1, 1]),
@@ -735,7 +740,7 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
 
     def __init__(self, n_estimators=100, *, criterion="gini", max_depth=None, min_samples_split=2, min_samples_leaf=1,
                  min_weight_fraction_leaf=0.0, max_features="sqrt", min_impurity_decrease=0.0, bootstrap=True,
-                 oob_score=False, max_samples=None, class_weight=None, combination=None, n_combined=2,
+                 oob_score=False, max_samples=None, class_weight=None, ccp_alpha=0.0, combination=None, n_combined=2,
                  n_combinations=None, categorical_split="binary", max_bins=255, categorical_features="auto",
                  memory_budget="1GB", algorithm="hybrid", batch_size=None, binning_sample=200_000, n_jobs=-1,
                  random_state=None, warm_start=False, verbose=0):
@@ -751,6 +756,7 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
         self.oob_score = oob_score
         self.max_samples = max_samples
         self.class_weight = class_weight
+        self.ccp_alpha = ccp_alpha
         self.combination = combination
         self.n_combined = n_combined
         self.n_combinations = n_combinations
@@ -774,7 +780,7 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
             max_depth=self.max_depth, min_samples_split=self.min_samples_split,
             min_samples_leaf=self.min_samples_leaf, min_weight_fraction_leaf=self.min_weight_fraction_leaf,
             min_impurity_decrease=self.min_impurity_decrease, class_weight=self.class_weight,
-            categorical_features=self.categorical_features, memory_budget=self.memory_budget,
+            ccp_alpha=self.ccp_alpha, categorical_features=self.categorical_features, memory_budget=self.memory_budget,
             algorithm="hybrid" if self.algorithm == "hybrid" else "read", batch_size=self.batch_size,
             binning_sample=self.binning_sample, n_jobs=self.n_jobs, random_state=seed, verbose=self.verbose)
 
@@ -907,6 +913,8 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
                              data_columns)
             grown = grower.grow()
             trees = [self._to_tree(nodes, schema, combos, per_tree, t) for t, nodes in enumerate(grown)]
+            if self.ccp_alpha > 0:
+                trees = [cost_complexity_prune(t, self.ccp_alpha) for t in trees]
         if warm:
             self.estimators_ = self.estimators_ + trees
             self.tree_seeds_ = np.concatenate([self.tree_seeds_, seeds])

@@ -22,13 +22,13 @@ orders them: sorted.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .atomic import atomic_path
 from .errors import DataError
 from .inputs import training_data
 from .schema import numeric_values
@@ -538,19 +538,8 @@ class Evaluation:
 
 
 def _save_png(fig, path) -> None:
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"cannot write {path!r}: the folder {folder!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=folder)
-    os.close(fd)
-    try:
+    with atomic_path(path, suffix=".png") as tmp:
         fig.savefig(tmp, format="png", dpi=100)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # -- the entry point -----------------------------------------------------------------------------------

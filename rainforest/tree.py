@@ -14,8 +14,6 @@ Nodes are numbered level by level (breadth first), as they are grown.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 
 import numba
@@ -357,20 +355,3 @@ class Tree:
 def _plain(v):
     """JSON-able Python value of a class or category (numpy scalars become Python ones)."""
     return v.item() if isinstance(v, np.generic) else v
-
-
-def write_atomic(path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: never half-written."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"cannot write {path!r}: the folder {folder!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -358,3 +358,60 @@ def test_an_option_of_another_learner_is_an_error(data, tmp_path):
         assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
         assert named in r.stderr and "does not apply" in r.stderr
         assert not (tmp_path / "m.json").exists()
+
+
+def test_train_prunes(data, tmp_path):
+    """--ccp-alpha, --prune pessimistic and --prune reduced-error --validation give the model that
+    pruning in process gives; --validation without reduced-error is a one-line error."""
+    model = tmp_path / "m.json"
+    r = run_cli("train", data / "train", "--target", "class", "--model", model, "--max-depth", 8, "--ccp-alpha", "0.001",
+                "--prune", "reduced-error", "--validation", data / "test", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ref = DecisionTreeClassifier(max_depth=8, ccp_alpha=0.001).fit(str(data / "train"), target="class")
+    before = ref.tree_.node_count
+    ref.prune_reduced_error(str(data / "test"), target="class")
+    assert rainforest.load(model).tree_.to_json() == ref.tree_.to_json()
+    assert f"pruned: reduced-error, {before} -> {ref.tree_.node_count} nodes" in r.stdout
+    r = run_cli("train", data / "train", "--target", "class", "--model", model, "--prune", "pessimistic",
+                "--confidence", "0.1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ref = DecisionTreeClassifier().fit(str(data / "train"), target="class").prune_pessimistic(0.1)
+    assert rainforest.load(model).tree_.to_json() == ref.tree_.to_json()
+    model.unlink()
+    r = run_cli("train", data / "train", "--target", "class", "--model", model, "--validation", data / "test",
+                cwd=tmp_path)
+    assert r.returncode == 2 and "--validation" in r.stderr and not model.exists()
+
+
+def test_inspect_exports(trained, tmp_path):
+    """inspect --dot/--sql/--onnx (and --png where Graphviz is installed) write the tree's exports;
+    the ONNX model scores like predict_proba; exporting a forest's tree needs --tree."""
+    import shutil
+
+    import onnxruntime as ort
+    from rainforest.onnx import onnx_feed
+
+    model, clf, _ = trained
+    test = model.parent / "test"
+    args = ["--dot", tmp_path / "t.dot", "--onnx", tmp_path / "t.onnx", "--sql", "duckdb"]
+    if shutil.which("dot"):
+        args += ["--png", tmp_path / "t.png"]
+    else:
+        print("Graphviz's dot is not installed: the --png export is not exercised")
+    r = run_cli("inspect", model, *args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    dot = (tmp_path / "t.dot").read_text()
+    assert dot.startswith("digraph") and dot.count("->") == clf.tree_.node_count - 1
+    assert clf.tree_.to_sql("duckdb") in r.stdout
+    session = ort.InferenceSession(str(tmp_path / "t.onnx"))
+    proba = session.run(["probabilities"], onnx_feed(str(tmp_path / "t.onnx"), pq.read_table(test)))[0]
+    np.testing.assert_allclose(proba, clf.predict_proba(str(test)), atol=1e-6)
+    if shutil.which("dot"):
+        assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+    forest = tmp_path / "rf.json"
+    rainforest.RandomForestClassifier(5, max_depth=3, random_state=0).fit(str(model.parent / "train"),
+                                                                          target="class").save(forest)
+    r = run_cli("inspect", forest, "--dot", tmp_path / "f.dot", cwd=tmp_path)
+    assert r.returncode == 2 and "--tree" in r.stderr and not (tmp_path / "f.dot").exists()
+    r = run_cli("inspect", forest, "--tree", 2, "--dot", tmp_path / "f.dot", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "f.dot").read_text().startswith("digraph")

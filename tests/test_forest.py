@@ -334,3 +334,20 @@ def test_exact_mode_and_multiway_splits_grow_too():
         table, target="class")
     # no bootstrap and every attribute at every node: each tree is the decision tree
     assert all(t.to_json() == single.tree_.to_json() for t in clf.estimators_)
+
+
+def test_ccp_alpha_prunes_every_tree_of_the_forest():
+    """ccp_alpha prunes each grown tree as rainforest.pruning does (same seed: same grown trees),
+    the out-of-bag score comes from the pruned trees, and the parameter survives save/load."""
+    from rainforest.pruning import cost_complexity_prune
+
+    X, y, _ = numeric_xy("magic")
+    params = dict(n_estimators=8, max_depth=8, random_state=3, oob_score=True, max_bins=64)
+    full = RandomForestClassifier(**params).fit(X, y)
+    pruned = RandomForestClassifier(ccp_alpha=0.002, **params).fit(X, y)
+    for a, b in zip(full.estimators_, pruned.estimators_):
+        assert b.to_json() == cost_complexity_prune(a, 0.002).to_json()
+    assert sum(t.node_count for t in pruned.estimators_) < sum(t.node_count for t in full.estimators_)
+    assert not np.array_equal(pruned.oob_decision_function_, full.oob_decision_function_)
+    with pytest.raises(ValueError, match="ccp_alpha"):
+        RandomForestClassifier(ccp_alpha=-1.0).fit(X[:100], y[:100])
