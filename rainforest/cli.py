@@ -150,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
         "level of the tree costs about one pass over it. All columns except the target (and the\n"
         "weight) are features unless --features names them. String and boolean columns are\n"
         "categorical; name integer columns with --categorical to make them categorical too.\n"
-        "--learner picks the model (default: a decision tree); options that belong to another\n"
+        "--learner picks the model (default: a decision tree; boat: the exact tree in two passes);\n"
+        "options that belong to another\n"
         "learner are refused.",
         "examples:\n"
         "  rainforest train data/train/ --target label --model model.json\n"
@@ -168,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--learner", choices=sorted(LEARNERS), default="tree",
                    help="tree: one decision tree; forest: a random forest whose trees grow together, one pass "
                         "per level; bayes: naive Bayes in one pass; adaboost: SAMME boosting, one pass per "
-                        "round (default: tree)")
+                        "round; boat: BOAT, the exact tree (as --exact) in two passes (default: tree)")
     p.add_argument("--criterion", choices=["gini", "entropy", "gain_ratio"], default="gini",
                    help="split quality: Gini index (CART), information gain (ID3) or gain ratio (C4.5) "
                         "(default: gini)")
@@ -240,6 +241,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="numeric attributes as per-class Gaussians, or cut into --max-bins bins (default: gaussian)")
     g.add_argument("--alpha", type=float, default=None, metavar="A",
                    help="Laplace correction added to every category count (default: 1)")
+    g = p.add_argument_group("BOAT (--learner boat: the exact tree in two passes)")
+    g.add_argument("--sample-size", type=_int_at_least(100), default=None, metavar="N",
+                   help="rows of the in-memory sample whose bootstrap trees guess the upper levels (default: 100000)")
+    g.add_argument("--n-bootstrap", type=_int_at_least(2), default=None, metavar="B",
+                   help="bootstrap trees grown on the sample (default: 20)")
     g = p.add_argument_group("boosting (--learner adaboost)")
     g.add_argument("--base", choices=["stump", "tree", "bayes"], default=None,
                    help="the boosted learner: a one-split stump, a tree of --max-depth (default 3), or naive Bayes "
@@ -414,15 +420,17 @@ def cmd_demo(args) -> int:
 # batch size, threads, verbose): an option given to a learner that ignores it is an error,
 # not a silent no-op.
 LEARNERS = {
-    "tree": {"criterion", "categorical_split", "max_depth", "max_bins", "exact", "min_samples_leaf",
+    "tree": {"weight", "criterion", "categorical_split", "max_depth", "max_bins", "exact", "min_samples_leaf",
              "min_samples_split", "memory_budget", "algorithm", "spill_dir", "class_weight", "ccp_alpha", "prune",
              "confidence", "validation"},
-    "forest": {"criterion", "categorical_split", "max_depth", "max_bins", "exact", "min_samples_leaf",
+    "forest": {"weight", "criterion", "categorical_split", "max_depth", "max_bins", "exact", "min_samples_leaf",
                "min_samples_split", "memory_budget", "algorithm", "class_weight", "ccp_alpha", "n_estimators",
                "max_features",
                "no_bootstrap", "max_samples", "oob_score", "random_state"},
-    "bayes": {"numeric", "alpha", "max_bins"},
-    "adaboost": {"n_estimators", "base", "learning_rate", "criterion", "max_depth", "max_bins", "exact",
+    "bayes": {"weight", "numeric", "alpha", "max_bins"},
+    "boat": {"criterion", "max_depth", "min_samples_leaf", "min_samples_split", "memory_budget", "sample_size",
+             "n_bootstrap"},
+    "adaboost": {"weight", "n_estimators", "base", "learning_rate", "criterion", "max_depth", "max_bins", "exact",
                  "memory_budget", "numeric", "alpha"},
 }
 _DEFAULTS = {"criterion": "gini", "categorical_split": "binary", "max_depth": None, "max_bins": 255, "exact": False,
@@ -430,7 +438,7 @@ _DEFAULTS = {"criterion": "gini", "categorical_split": "binary", "max_depth": No
              "spill_dir": None, "class_weight": None, "n_estimators": None, "max_features": None,
              "no_bootstrap": False, "max_samples": None, "oob_score": False, "random_state": None, "numeric": None,
              "alpha": None, "base": None, "learning_rate": None, "ccp_alpha": None, "prune": None,
-             "confidence": None, "validation": None}
+             "confidence": None, "validation": None, "sample_size": None, "n_bootstrap": None, "weight": None}
 
 
 def _learner(args):
@@ -452,6 +460,15 @@ def _learner(args):
             d["batch_size"] = args.batch_size
     if args.learner == "bayes":
         return NaiveBayesClassifier(**bayes)
+    if args.learner == "boat":
+        from boat import BoatClassifier
+
+        return BoatClassifier(criterion=args.criterion, max_depth=args.max_depth,
+                              min_samples_split=args.min_samples_split, min_samples_leaf=args.min_samples_leaf,
+                              sample_size=args.sample_size or 100_000, n_bootstrap=args.n_bootstrap or 20,
+                              memory_budget=args.memory_budget, n_jobs=args.n_jobs, verbose=args.verbose,
+                              **({"batch_size": args.batch_size} if args.batch_size else {}),
+                              categorical_features=common["categorical_features"])
     if args.learner == "adaboost":
         base = args.base or "stump"
         if base == "bayes":
@@ -499,14 +516,13 @@ def cmd_train(args) -> int:
     if args.confidence is not None and args.prune != "pessimistic":
         raise ValueError("--confidence applies to --prune pessimistic")
     t0 = time.perf_counter()
-    with _opened(args) as data:
-        clf.fit(data, target=args.target, sample_weight=args.weight, features=args.features)
-    if args.prune == "pessimistic":
-        clf.prune_pessimistic(0.25 if args.confidence is None else args.confidence)
-    elif args.prune == "reduced-error":
-        clf.prune_reduced_error(args.validation, target=args.target)
+    with _opened(args) as data, contextlib.ExitStack() as stack:
+        if hasattr(clf, "close"):  # BOAT's work folder goes once the model is saved
+            stack.callback(clf.close)
+        weight = {"sample_weight": args.weight} if args.weight else {}  # BOAT takes no weights
+        clf.fit(data, target=args.target, features=args.features, **weight)
+        _prune_and_save(args, clf)
     fit_time = time.perf_counter() - t0
-    clf.save(args.model)
     where = f" on the Dask cluster at {args.scheduler}" if args.scheduler is not None else ""
     rows = getattr(clf, "n_rows_", None)
     _out(f"trained a {type(clf).__name__} on {f'{rows:,} rows, ' if rows else ''}{clf.n_features_in_} features, "
@@ -518,6 +534,14 @@ def cmd_train(args) -> int:
          f"time:   {_seconds(fit_time)}",
          f"model:  {args.model}")
     return 0
+
+
+def _prune_and_save(args, clf) -> None:
+    if args.prune == "pessimistic":
+        clf.prune_pessimistic(0.25 if args.confidence is None else args.confidence)
+    elif args.prune == "reduced-error":
+        clf.prune_reduced_error(args.validation, target=args.target)
+    clf.save(args.model)
 
 
 def _add_scheduler_option(p, what: str) -> None:
