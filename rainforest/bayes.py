@@ -11,7 +11,6 @@ training and in prediction; a category never seen in training is skipped too.
 """
 from __future__ import annotations
 
-import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -23,12 +22,11 @@ import pyarrow.compute as pc
 from .avc import root_avc
 from .dask_predict import lazy_on_dask
 from .errors import DataError, NotFittedError
-from .estimators import MODEL_FORMAT, MODEL_VERSION, _jsonable_params, _params_from_json, _plain, numba_threads
+from .estimators import write_model, _params_from_json, _plain, numba_threads
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
 from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, numeric_values
-from .atomic import write_atomic
 
 #: the naive Bayes part of a model file (also embedded, once per round, in a boosted model)
 BAYES_FORMAT = "rainforest.naive_bayes"
@@ -416,10 +414,7 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
             The file; written to a temporary file in its folder, then renamed over it.
         """
         self._check_fitted()
-        doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": type(self).__name__,
-               "params": _jsonable_params(self.get_params()), "n_passes": getattr(self, "n_passes_", None),
-               "naive_bayes": self._model_dict()}
-        write_atomic(path, json.dumps(doc, sort_keys=True, allow_nan=False))
+        write_model(path, self, getattr(self, "n_passes_", None), naive_bayes=self._model_dict())
 
     @classmethod
     def from_document(cls, doc: dict, path: str = "<document>") -> NaiveBayesClassifier:

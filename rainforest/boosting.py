@@ -15,7 +15,6 @@ got the row wrong)``) as the rows stream by, and counts with it.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Sequence
@@ -28,13 +27,12 @@ from storage import Source
 from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier, reading_model
 from .dask_predict import lazy_on_dask
 from .errors import DataError, NotFittedError
-from .estimators import (MODEL_FORMAT, MODEL_VERSION, DecisionTreeClassifier, _jsonable_params, _params_from_json,
+from .estimators import (write_model, DecisionTreeClassifier, _jsonable_params, _params_from_json,
                          _plain, numba_threads)
 from .grow import grow_tree
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .schema import Label, numeric_values
-from .atomic import write_atomic
 from .tree import Tree
 
 BOOST_WEIGHT = "__boost_weight__"
@@ -366,9 +364,7 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
                     "learners": learners, "weights": [float(a) for a in self.estimator_weights_],
                     "errors": [float(e) for e in self.estimator_errors_],
                     "n_passes_per_round": [int(n) for n in self.n_passes_per_round_]}
-        doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": type(self).__name__,
-               "params": params, "n_passes": self.n_passes_, "boosting": boosting}
-        write_atomic(path, json.dumps(doc, sort_keys=True, allow_nan=False))
+        write_model(path, self, self.n_passes_, params=params, boosting=boosting)
 
     @classmethod
     def from_document(cls, doc: dict, path: str = "<document>") -> AdaBoostClassifier:

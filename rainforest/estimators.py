@@ -480,11 +480,8 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
     def save(self, path) -> None:
         """Write the model as versioned JSON (no pickle), atomically."""
         self._check_fitted()
-        doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": type(self).__name__,
-               "params": _jsonable_params(self.get_params()), "n_passes": self.n_passes_,
-               "has_feature_names": hasattr(self, "feature_names_in_"), "tree": self.tree_.to_dict(),
-               "pruning": getattr(self, "pruning_", [])}
-        write_atomic(path, json.dumps(doc, sort_keys=True, allow_nan=False))
+        write_model(path, self, self.n_passes_, has_feature_names=hasattr(self, "feature_names_in_"),
+                    tree=self.tree_.to_dict(), pruning=getattr(self, "pruning_", []))
 
 
 def root_avc_group(X, target, *, categorical_features="auto", max_bins=None, features=None):
@@ -554,6 +551,15 @@ def load(path):
     est.n_passes_ = doc.get("n_passes")
     est.pruning_ = list(doc.get("pruning", []))  # files written before pruning existed have none
     return est
+
+
+def write_model(path, estimator, n_passes, params: dict | None = None, **parts) -> None:
+    """Write the one model file: format, version, the estimator's class, its parameters (default:
+    ``get_params()`` made JSON-able) and passes, then the learner's own ``parts``; atomically."""
+    doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": type(estimator).__name__,
+           "params": _jsonable_params(estimator.get_params()) if params is None else params,
+           "n_passes": n_passes, **parts}
+    write_atomic(path, json.dumps(doc, sort_keys=True, allow_nan=False))
 
 
 def _jsonable_params(params: dict) -> dict:

@@ -42,8 +42,7 @@ from .bootstrap import hash_row, multiplicity, node_features, poisson_thresholds
 from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_node
 from .dask_predict import lazy_on_dask
 from .errors import BudgetError, DataError, NotFittedError
-from .estimators import (MODEL_FORMAT, MODEL_VERSION, DecisionTreeClassifier, _is_int, _jsonable_params,
-                         _params_from_json, numba_threads)
+from .estimators import (write_model, DecisionTreeClassifier, _is_int, _params_from_json, numba_threads)
 from .grow import EPSILON, GrowParams, PassMeter, _Nodes, _pre_leaf, _split, branch_totals
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
@@ -52,7 +51,6 @@ from .pruning import cost_complexity_prune
 from .rowhash import M32, row_hash
 from .rows import encode_rows, slot_dtype, step, to_slots
 from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema
-from .atomic import write_atomic
 from .tree import Tree
 
 FOREST_FORMAT = "rainforest.forest"
@@ -1100,12 +1098,9 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
     def save(self, path) -> None:
         """Write the model as versioned JSON (no pickle), atomically; :func:`rainforest.load` reads it."""
         self._check_fitted()
-        doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": type(self).__name__,
-               "params": _jsonable_params(self.get_params()), "n_passes": self.n_passes_,
-               "has_feature_names": hasattr(self, "feature_names_in_"), "forest": self.forest_dict()}
-        if hasattr(self, "oob_score_"):
-            doc["oob_score"] = self.oob_score_
-        write_atomic(path, json.dumps(doc, sort_keys=True, allow_nan=False))
+        oob = {"oob_score": self.oob_score_} if hasattr(self, "oob_score_") else {}
+        write_model(path, self, self.n_passes_, has_feature_names=hasattr(self, "feature_names_in_"),
+                    forest=self.forest_dict(), **oob)
 
     @classmethod
     def from_document(cls, doc: dict, path: str = "<document>") -> "RandomForestClassifier":

@@ -148,12 +148,12 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     path = tmp_path / "model.json"
     clf.save(path)
     original = path.read_bytes()
-    import rainforest.tree as tree_module
+    import rainforest.atomic as atomic_module
 
     def broken_replace(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(tree_module.os, "replace", broken_replace)
+    monkeypatch.setattr(atomic_module.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         DecisionTreeClassifier(max_depth=3).fit(_good(), target="y").save(path)
     assert path.read_bytes() == original

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import rainforest.tree
+import rainforest.atomic
 from conftest import dataset_path
 from rainforest import AdaBoostClassifier, DecisionTreeClassifier, NaiveBayesClassifier, NotFittedError, load
 
@@ -249,7 +249,7 @@ def test_save_is_atomic(adult_nb, small_docs, tmp_path, monkeypatch):
     def fail(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr(rainforest.tree.os, "replace", fail)
+    monkeypatch.setattr(rainforest.atomic.os, "replace", fail)
     boosted = AdaBoostClassifier(n_estimators=2).fit(dataset_path("buys_computer"), target="class")
     for model in (adult_nb, boosted):
         with pytest.raises(OSError, match="disk full"):
