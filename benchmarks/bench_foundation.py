@@ -81,6 +81,29 @@ def _peer_warmup(fit) -> float:
     return time.perf_counter() - t0
 
 
+def fit_in_memory(train, test, make, threads: int, *, warm=None, mark=None) -> dict:
+    """A peer that trains in memory: warmed up on random rows (``warm()``, default ``make()``; not
+    timed), then the Parquet rows of ``train`` read into numpy and ``make()`` fitted on them (timed
+    together, the read also on its own), then scored on ``test``. ``mark(True)`` / ``mark(False)``
+    bracket the timed part. The row holds the fitted model under ``"model"``."""
+    warm = warm or make
+    warmup = _peer_warmup(lambda X, y: warm().fit(X, y))
+    rss0 = _vm_rss_mb()
+    if mark:
+        mark(True)
+    t0 = time.perf_counter()
+    X, y = _read_xy(train)
+    t1 = time.perf_counter()
+    clf = make().fit(X, y)
+    fit = time.perf_counter() - t0
+    if mark:
+        mark(False)
+    del X, y
+    Xt, yt = _read_xy(test)
+    return {"fit_seconds": fit, "read_seconds": t1 - t0, "passes": None, "test_accuracy": float(clf.score(Xt, yt)),
+            "threads": threads, "warmup_seconds": warmup, "rss_before_fit_mb": rss0, "model": clf}
+
+
 def _run_rainforest(train, test, depth, function) -> dict:
     import numba
 
@@ -109,19 +132,10 @@ def _run_rainforest(train, test, depth, function) -> dict:
 def _run_sklearn(train, test, depth, function) -> dict:
     from sklearn.tree import DecisionTreeClassifier
 
-    warmup = _peer_warmup(lambda X, y: DecisionTreeClassifier(max_depth=depth).fit(X, y))
-    rss0 = _vm_rss_mb()
-    t0 = time.perf_counter()
-    X, y = _read_xy(train)
-    t1 = time.perf_counter()
-    clf = DecisionTreeClassifier(max_depth=depth, random_state=0).fit(X, y)
-    fit = time.perf_counter() - t0
-    del X, y
-    Xt, yt = _read_xy(test)
-    acc = float(clf.score(Xt, yt))
-    return {"fit_seconds": fit, "read_seconds": t1 - t0, "passes": None, "test_accuracy": acc, "threads": 1,
-            "warmup_seconds": warmup, "rss_before_fit_mb": rss0,
-            "tree_depth": int(clf.get_depth()), "n_leaves": int(clf.get_n_leaves())}
+    row = fit_in_memory(train, test, lambda: DecisionTreeClassifier(max_depth=depth, random_state=0), 1,
+                        warm=lambda: DecisionTreeClassifier(max_depth=depth))
+    clf = row.pop("model")
+    return {**row, "tree_depth": int(clf.get_depth()), "n_leaves": int(clf.get_n_leaves())}
 
 
 def _run_lightgbm(train, test, depth, function) -> dict:
@@ -132,20 +146,9 @@ def _run_lightgbm(train, test, depth, function) -> dict:
                                        min_child_samples=1, min_child_weight=0, reg_lambda=0, subsample=1.0,
                                        colsample_bytree=1.0, max_bin=255, n_jobs=2, verbose=-1)
 
-    warmup = _peer_warmup(lambda X, y: make().fit(X, y))
-    rss0 = _vm_rss_mb()
-    t0 = time.perf_counter()
-    X, y = _read_xy(train)
-    t1 = time.perf_counter()
-    clf = make().fit(X, y)
-    fit = time.perf_counter() - t0
-    del X, y
-    Xt, yt = _read_xy(test)
-    acc = float(clf.score(Xt, yt))
-    info = clf.booster_.dump_model()["tree_info"][0]
-    return {"fit_seconds": fit, "read_seconds": t1 - t0, "passes": None, "test_accuracy": acc, "threads": 2,
-            "warmup_seconds": warmup, "rss_before_fit_mb": rss0,
-            "n_leaves": int(info["num_leaves"])}
+    row = fit_in_memory(train, test, make, 2)
+    clf = row.pop("model")
+    return {**row, "n_leaves": int(clf.booster_.dump_model()["tree_info"][0]["num_leaves"])}
 
 
 RUNNERS = {"rainforest": _run_rainforest, "sklearn": _run_sklearn, "lightgbm": _run_lightgbm}

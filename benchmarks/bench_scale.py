@@ -113,22 +113,10 @@ def _run_rainforest(args, max_bins) -> dict:
 
 def _run_in_memory(args, make, threads) -> dict:
     """Read the Parquet rows into numpy (timed) and fit ``make()`` on them; score on the test folder."""
-    from bench_foundation import _peer_warmup, _read_xy
+    from bench_foundation import fit_in_memory
 
-    warmup = _peer_warmup(lambda X, y: make().fit(X, y))
-    rss0 = _vm_rss_mb()
-    _mark(FIT_START)
-    t0 = time.perf_counter()
-    X, y = _read_xy(args.train)
-    t1 = time.perf_counter()
-    clf = make().fit(X, y)
-    fit = time.perf_counter() - t0
-    _mark(FIT_END)
-    del X, y
-    Xt, yt = _read_xy(args.test)
-    acc = float(clf.score(Xt, yt))
-    return {"fit_seconds": fit, "read_seconds": t1 - t0, "passes": None, "test_accuracy": acc, "threads": threads,
-            "warmup_seconds": warmup, "rss_before_fit_mb": rss0, "model": clf}
+    return fit_in_memory(args.train, args.test, make, threads,
+                         mark=lambda start: _mark(FIT_START if start else FIT_END))
 
 
 def _run_sklearn(args) -> dict:
