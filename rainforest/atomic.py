@@ -10,16 +10,25 @@ import os
 import tempfile
 
 
+def check_writable(path, what: str = "") -> str:
+    """Fail, naming the file (as ``what``, e.g. "model") and the folder, when ``path`` cannot be
+    written: its folder does not exist, or it is a folder itself. Returns ``path`` as a string."""
+    path = os.fspath(path)
+    name = f"the {what} {path!r}" if what else repr(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"cannot write {name}: the folder {folder!r} does not exist")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"cannot write {name}: it is a folder")
+    return path
+
+
 @contextlib.contextmanager
 def atomic_path(path, suffix: str = ".tmp"):
     """Yield a temporary path beside ``path``; on a clean exit it replaces ``path``, otherwise it
-    is removed. Fails at once, naming the folder, when the folder does not exist."""
-    path = os.fspath(path)
+    is removed. Fails at once (:func:`check_writable`) when ``path`` cannot be written."""
+    path = check_writable(path)
     folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"cannot write {path!r}: the folder {folder!r} does not exist")
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"cannot write {path!r}: it is a folder")
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=suffix, dir=folder)
     os.close(fd)
     try:

@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 
+from .atomic import check_writable  # light: os and tempfile only
+
 PROG = "rainforest"
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -327,15 +329,6 @@ def _out(*lines) -> None:
         print(line)
 
 
-def _check_output_path(path: str, what: str) -> None:
-    """Fail before any work when ``path`` cannot be written (missing folder, a folder itself)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"cannot write the {what} {path!r}: the folder {folder!r} does not exist")
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"cannot write the {what} {path!r}: it is a folder")
-
-
 def _peak_rss_mb() -> float | None:
     try:
         import resource
@@ -508,7 +501,7 @@ def _summary(clf) -> list[str]:
 
 
 def cmd_train(args) -> int:
-    _check_output_path(args.model, "model")
+    check_writable(args.model, "model")
     clf = _learner(args)
     if (args.prune == "reduced-error") != (args.validation is not None):
         raise ValueError("--prune reduced-error and --validation DATA go together")
@@ -628,7 +621,7 @@ def cmd_predict(args) -> int:
     from .atomic import atomic_path
 
     clf = _load(args.model)
-    _check_output_path(args.out, "output file")
+    check_writable(args.out, "output file")
     out = os.path.abspath(args.out)
     classes = clf.classes_
     names = ["prediction"] + ([f"proba_{c}" for c in classes] if args.proba else [])
@@ -668,7 +661,7 @@ def cmd_evaluate(args) -> int:
     clf = _load(args.model)
     target = args.target or model_target(clf)
     if args.roc is not None:
-        _check_output_path(args.roc, "ROC plot")
+        check_writable(args.roc, "ROC plot")
     with _opened(args) as data:  # one pass; on a Dask cluster the workers score their partitions
         pos_label = next((c for c in clf.classes_ if str(c) == args.pos_label), args.pos_label)  # "1" means 1
         ev = evaluate(clf, data, target=target, threshold=args.threshold, pos_label=pos_label)
@@ -766,7 +759,7 @@ def _export(args, clf, trees) -> list[str]:
                          + (" (choose one with --tree K)" if hasattr(clf, "tree_seeds_") else ""))
     for a in ("dot", "png", "onnx"):
         if getattr(args, a) is not None:
-            _check_output_path(getattr(args, a), f"{a.upper()} file")
+            check_writable(getattr(args, a), f"{a.upper()} file")
     lines = []
     if args.dot is not None:
         from .dot import export_dot
