@@ -43,6 +43,7 @@ from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_node
 from .dask_predict import lazy_on_dask
 from .errors import BudgetError, DataError, NotFittedError
 from .estimators import (write_model, DecisionTreeClassifier, _is_int, _params_from_json, numba_threads)
+from .in_bag import InBagCopies, count_spans, gather_in_bag, in_bag_fraction, partition_spans
 from .grow import EPSILON, GrowParams, PassMeter, _Nodes, _pre_leaf, _split, branch_totals
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
@@ -313,8 +314,7 @@ class ForestPass:
     """A :class:`storage.PassTask` counting the AVC-groups of the jobs (tree, node) of one pass.
 
     ``routing`` holds the forest's concatenated :func:`rainforest.rows.step` arrays; ``depth`` is the
-    level of the pass's jobs; ``keep``, when set (local sources), receives every encoded batch (the
-    forest's RF-Hybrid)."""
+    level of the pass's jobs."""
 
     columns: Columns
     depth: int
@@ -331,16 +331,12 @@ class ForestPass:
     job_base: np.ndarray
     n_channels: int
     size: int
-    keep: KeptRows | None = None
 
     def new_state(self) -> ForestCounts:
         return ForestCounts(np.zeros(self.size))
 
     def update(self, state: ForestCounts, batch: pa.RecordBatch, first_row: int) -> ForestCounts:
-        S, y, w = self.columns.encode(batch)
-        if self.keep is not None:
-            self.keep.add(S, y, w, first_row)
-        return self.count(state, S, y, w, first_row)
+        return self.count(state, *self.columns.encode(batch), first_row)
 
     def count(self, state: ForestCounts, S, y, w, first_row: int) -> ForestCounts:
         count_forest(S, y, w, np.int64(first_row), self.depth, self.trees, self.keys1, self.keys2, self.thresholds,
@@ -351,6 +347,26 @@ class ForestPass:
     def merge(self, a: ForestCounts, b: ForestCounts) -> ForestCounts:
         a.counts += b.counts
         return a
+
+
+@dataclass
+class KeepPass:
+    """A :class:`storage.PassTask` that keeps every encoded row (the forest's RF-Hybrid) and counts
+    nothing: the trees then grow from memory (:mod:`rainforest.in_bag`)."""
+
+    columns: Columns
+    kept: KeptRows
+
+    def new_state(self) -> int:
+        return 0
+
+    def update(self, state: int, batch: pa.RecordBatch, first_row: int) -> int:
+        S, y, w = self.columns.encode(batch)
+        self.kept.add(S, y, w, first_row)
+        return state + len(y)
+
+    def merge(self, a: int, b: int) -> int:
+        return a + b
 
 
 @dataclass
@@ -503,36 +519,93 @@ class _Grower:
     def grow(self) -> list[_Nodes]:
         frontier = np.zeros((len(self.trees), 2), np.int64)  # (tree, node) of every node to split
         frontier[:, 0] = np.arange(len(self.trees))
-        level = 0
-        avc_budget = self.budget // 2
-        while len(frontier):
-            cols = self._draw(frontier)
-            sizes = self.columns.n_slots[cols] + 1
-            job_bytes = sizes.sum(axis=1) * self.n_channels * 8 + sizes.max(axis=1) * 8  # + the search's scratch
-            if job_bytes.max() > avc_budget:
-                raise BudgetError(
-                    f"memory budget too small: one node's AVC-group over {cols.shape[1]} attributes needs "
-                    f"{int(job_bytes.max()):,} bytes and the AVC half of the budget is {avc_budget:,}; raise "
-                    f"memory_budget or lower max_bins")
-            routing, base = _routing(self.trees, self.columns.n_slots)
-            next_frontier: list = []
-            passes = 0
-            for lo, hi in _pack(job_bytes, avc_budget):
-                jobs = _Jobs.layout(frontier[lo:hi, 0], frontier[lo:hi, 1], cols[lo:hi], self.columns.n_slots,
-                                    self.n_channels)
-                self.stats.peak_avc_bytes = max(self.stats.peak_avc_bytes, jobs.size * 8)
-                counts, from_data = self._count(jobs, routing, base, level)
-                passes += from_data
-                self._split_jobs(jobs, counts, next_frontier)
-                del counts
-            self.stats.passes_per_level.append(passes)
-            self.stats.jobs_per_level.append(len(frontier))
-            frontier = np.array(next_frontier, np.int64).reshape(-1, 2)  # tree order, then node order
-            level += 1
+        if self.keep:
+            self._keep_rows()
+        if self.kept is not None and self._trees_in_memory() > 0:
+            self._finish_in_memory(frontier)
+        else:
+            level = 0
+            while len(frontier):
+                frontier = self._level(frontier, level, _PassCounter(self))
+                level += 1
         if self.kept is not None:
             self.stats.kept_rows = self.kept.size
             self.kept = None
         return self.trees
+
+    def _level(self, frontier: np.ndarray, level: int, counter) -> np.ndarray:
+        """Count, search and split the frontier's jobs, in passes of at most half the budget's
+        AVC-groups; returns the next level's frontier (tree order, then node order)."""
+        avc_budget = self.budget // 2
+        cols = self._draw(frontier)
+        sizes = self.columns.n_slots[cols] + 1
+        job_bytes = sizes.sum(axis=1) * self.n_channels * 8 + sizes.max(axis=1) * 8  # + the search's scratch
+        if job_bytes.max() > avc_budget:
+            raise BudgetError(
+                f"memory budget too small: one node's AVC-group over {cols.shape[1]} attributes needs "
+                f"{int(job_bytes.max()):,} bytes and the AVC half of the budget is {avc_budget:,}; raise "
+                f"memory_budget or lower max_bins")
+        next_frontier: list = []
+        passes = 0
+        for lo, hi in _pack(job_bytes, avc_budget):
+            jobs = _Jobs.layout(frontier[lo:hi, 0], frontier[lo:hi, 1], cols[lo:hi], self.columns.n_slots,
+                                self.n_channels)
+            self.stats.peak_avc_bytes = max(self.stats.peak_avc_bytes, jobs.size * 8)
+            counts, from_data = counter.count(jobs, level)
+            passes += from_data
+            grown = self._split_jobs(jobs, counts, next_frontier)
+            del counts
+            counter.split(jobs, grown)
+        self._note(level, passes, len(frontier))
+        return np.array(next_frontier, np.int64).reshape(-1, 2)
+
+    def _note(self, level: int, passes: int, jobs: int) -> None:
+        while len(self.stats.passes_per_level) <= level:  # chunks of trees grown in memory share levels
+            self.stats.passes_per_level.append(0)
+            self.stats.jobs_per_level.append(0)
+        self.stats.passes_per_level[level] += passes
+        self.stats.jobs_per_level[level] += jobs
+
+    def _keep_rows(self) -> None:
+        """RF-Hybrid: the first growth pass keeps every encoded row and counts nothing (it is the
+        first level's pass); if the source did not fold every row in order, the level-by-level
+        passes follow."""
+        kept = KeptRows(self.n_rows, self.columns)
+        meter = PassMeter(f"level 0, pass {self.source.n_passes + 1} over the data, keeping the rows in memory",
+                          self.verbose, self.n_rows)
+        self.source.run_pass(KeepPass(self.columns, kept), self.data_columns, self.batch_size, meter)
+        meter.done()
+        self._note(0, 1, 0)
+        self.kept = kept if kept.complete else None
+
+    def _trees_in_memory(self) -> int:
+        """How many trees' copies of their in-bag rows fit the room the kept rows leave in the first
+        half of the budget (the second is the AVC-groups'), one tree's worth left for the partition's
+        scratch (a thread moves one group at a time, at most a tree's rows); 0: not even one, and
+        the kept rows are counted from the roots at every level."""
+        kept = self.kept
+        record = InBagCopies.record_bytes(kept.S.shape[1], kept.S.dtype, self.n_classes, len(kept.w) > 0)
+        per_tree = max(1, math.ceil(kept.size * in_bag_fraction(self.spec.rate)) * record)
+        room = self.budget // 2 - (kept.S.nbytes + kept.y.nbytes + kept.w.nbytes)
+        return max(0, room // per_tree - 1)
+
+    def _finish_in_memory(self, roots: np.ndarray) -> None:
+        """Grow the trees from the kept rows, a chunk of trees at a time, each tree's in-bag rows
+        copied once and grouped by node (:mod:`rainforest.in_bag`): no pass, and no row routed from
+        the root again."""
+        n = self.kept.size
+        size = min(len(roots), self._trees_in_memory())
+        meter = PassMeter(f"rows kept in memory, {len(roots)} tree(s) grown {size} at a time, each over its rows",
+                          self.verbose, n * len(roots))
+        for c0 in range(0, len(roots), size):
+            frontier = roots[c0:c0 + size]
+            counter = _KeptCounter(self, frontier[:, 0])
+            level = 0
+            while len(frontier):
+                frontier = self._level(frontier, level, counter)
+                level += 1
+            meter(n * len(counter.local))
+        meter.done()
 
     def _draw(self, frontier: np.ndarray) -> np.ndarray:
         """Each job's attributes (Forest-RI), one row per job: drawn from its tree's seed and its node id."""
@@ -551,27 +624,23 @@ class _Grower:
                           base[:-1].copy(), routing, job_of_node, jobs.attr_start, jobs.attrs, jobs.slot_off,
                           jobs.job_base, self.n_channels, jobs.size)
         label = f"{len(jobs.tree):,} node(s) of {len(task.trees)} tree(s)"
-        if self.kept is not None and self.kept.complete:
+        if self.kept is not None:
             meter = PassMeter(f"level {level}, rows kept in memory, {label}", self.verbose, self.kept.size)
             state = task.count(task.new_state(), self.kept.S, self.kept.y, self.kept.w, 0)
             meter(self.kept.size)
             meter.done()
             return state.counts, False
-        if self.keep:
-            self.kept = task.keep = KeptRows(self.n_rows, self.columns)
-            self.keep = False
         meter = PassMeter(f"level {level}, pass {self.source.n_passes + 1} over the data, {label}", self.verbose,
                           self.n_rows)
         state = self.source.run_pass(task, self.data_columns, self.batch_size, meter)
         meter.done()
-        if self.kept is not None and not self.kept.complete:  # a source that did not fold every row here
-            self.kept = None
         return state.counts, True
 
     # -- splits ------------------------------------------------------------------------------
-    def _split_jobs(self, jobs: _Jobs, counts: np.ndarray, next_frontier: list) -> None:
+    def _split_jobs(self, jobs: _Jobs, counts: np.ndarray, next_frontier: list) -> list:
         """Search every job's split, then split the nodes whose split is worth it (scikit-learn's rules, as
-        :mod:`rainforest.grow`), appending their children that go on growing to ``next_frontier``."""
+        :mod:`rainforest.grow`), appending their children that go on growing to ``next_frontier``.
+        Returns ``(job, branches, the branches that go on growing)`` of the split jobs with such a child."""
         nc, ch = self.n_classes, self.n_channels
         p = self.params
         n_jobs = len(jobs.tree)
@@ -622,6 +691,7 @@ class _Grower:
                  | (child_n < 2 * p.min_samples_leaf) | (child_w < 2 * self.min_weight_leaf[jobs.tree][:, None])
                  | (child_imp <= EPSILON))
         majority = np.argmax(child[:, :, nc], axis=1)  # the branch with most rows (unused branches hold none)
+        grown = []
         for j in chosen:
             t, node, c, nb = int(jobs.tree[j]), int(jobs.node[j]), int(col[j]), int(n_branches[j])
             nodes = self.trees[t]
@@ -635,6 +705,70 @@ class _Grower:
                 nodes.add_leaf(child[j, b, :nc].copy(), int(child_n[j, b]), float(child_imp[j, b]), int(depth[j]))
                 if not leafy[j, b]:
                     next_frontier.append((t, first + b))
+            going_on = [b for b in range(nb) if not leafy[j, b]]
+            if going_on:
+                grown.append((j, nb, going_on))
+        return grown
+
+
+class _PassCounter:
+    """Counts a level's jobs in passes over the data (or over every kept row, from the roots)."""
+
+    def __init__(self, grower: _Grower):
+        self.grower = grower
+        self.routing, self.base = _routing(grower.trees, grower.columns.n_slots)
+
+    def count(self, jobs: _Jobs, level: int) -> tuple[np.ndarray, bool]:
+        return self.grower._count(jobs, self.routing, self.base, level)
+
+    def split(self, jobs: _Jobs, grown: list) -> None:
+        pass  # the next level's pass routes the rows again
+
+
+class _KeptCounter:
+    """Counts the jobs of a chunk of trees from each tree's copy of its in-bag rows, grouped by node
+    (:mod:`rainforest.in_bag`), and moves each split job's rows into its children's groups."""
+
+    def __init__(self, grower: _Grower, chunk: np.ndarray):
+        self.grower = grower
+        self.local = {int(t): i for i, t in enumerate(chunk)}  # tree -> its place in the copies
+        kept = grower.kept
+        self.copies = InBagCopies.allocate(len(chunk), kept.size, kept.S.shape[1], kept.S.dtype, grower.n_classes,
+                                           len(kept.w) > 0)
+        n_in_bag = np.zeros(len(chunk), np.int64)
+        gather_in_bag(kept.S, kept.y, kept.w, grower.keys1[chunk], grower.keys2[chunk], grower.thresholds,
+                      self.copies.items, self.copies.weights, n_in_bag)
+        self.span = {(int(t), 0): (0, int(n)) for t, n in zip(chunk, n_in_bag)}  # the roots' groups
+
+    def count(self, jobs: _Jobs, level: int) -> tuple[np.ndarray, bool]:
+        self.tree = np.array([self.local[int(t)] for t in jobs.tree], np.int64)
+        spans = np.array([self.span.pop((int(t), int(k))) for t, k in zip(jobs.tree, jobs.node)],
+                         np.int64).reshape(-1, 2)
+        self.starts, self.ends = spans[:, 0].copy(), spans[:, 1].copy()
+        counts = np.zeros(jobs.size)
+        job_of_attr = np.repeat(np.arange(len(jobs.tree)), np.diff(jobs.attr_start))
+        c = self.copies
+        count_spans(c.items, c.weights, c.width, not c.weighted, self.tree, self.starts, self.ends, job_of_attr,
+                    jobs.attrs, jobs.slot_off, jobs.job_base, self.grower.n_channels, counts)
+        return counts, False
+
+    def split(self, jobs: _Jobs, grown: list) -> None:
+        if not grown:
+            return
+        g = self.grower
+        chunk = sorted(self.local, key=self.local.get)
+        routing, base = _routing([g.trees[t] for t in chunk], g.columns.n_slots)
+        j = np.array([x[0] for x in grown], np.int64)
+        nb = np.array([x[1] for x in grown], np.int64)
+        tree = self.tree[j]
+        child_start = np.empty((len(j), int(nb.max()) + 1), np.int64)
+        partition_spans(self.copies.words, self.copies.items, tree, base[tree] + jobs.node[j], nb, self.starts[j],
+                        self.ends[j], *routing, child_start)
+        for r, (x, _, going_on) in enumerate(grown):
+            t = int(jobs.tree[x])
+            first = g.trees[t].first_child[int(jobs.node[x])]
+            for b in going_on:
+                self.span[(t, first + b)] = (int(child_start[r, b]), int(child_start[r, b + 1]))
 
 
 def _pack(job_bytes: np.ndarray, cap: int):
