@@ -21,8 +21,13 @@ out-of-bag score), not 100 times as many.
   counting kernel gives each thread whole trees, so every count is summed in row order by one
   thread: the forest is the same for any ``n_jobs``, batch size or source.
 * **RF-Hybrid, forest-wide.** When the encoded rows of the whole data fit a quarter of the
-  budget (local sources), the first growth pass keeps them once for all trees (each tree's
-  multiplicities are recomputed from the hash, never stored); later levels cost no pass.
+  budget (local sources), the first growth pass keeps them, once for all trees, and counts
+  nothing; later levels cost no pass.  Trees then grow a chunk at a time
+  (:mod:`rainforest.in_bag`): each tree's in-bag rows are copied once (multiplicities drawn
+  from the hash) and kept grouped by node, so a level reads each node's own rows in sequence
+  instead of routing every row from the root.  The chunk's copies fit the room the kept rows
+  leave in the first half of the budget; without room for one tree, every level is counted
+  over the kept rows from the roots.
 
 The trees are the project's :class:`rainforest.tree.Tree`; the forest saves to the
 versioned JSON (``"rainforest.forest"`` inside a ``"rainforest.model"`` file).
@@ -411,6 +416,7 @@ class ForestStats:
     passes_per_level: list = field(default_factory=list)  # passes over the data per level
     jobs_per_level: list = field(default_factory=list)  # (tree, node) AVC-groups counted per level
     kept_rows: int = 0  # rows kept in memory (RF-Hybrid), 0 if none
+    trees_grown_together: int = 0  # RF-Hybrid: trees grown at once from copies of their in-bag rows; 0: none
     peak_avc_bytes: int = 0  # the largest AVC-groups of one pass
 
     @property
@@ -460,6 +466,10 @@ class _Jobs:
     job_base: np.ndarray
     branch_start: np.ndarray
     size: int
+
+    @property
+    def job_of_attr(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.tree)), np.diff(self.attr_start))
 
     @classmethod
     def layout(cls, tree, node, cols: list, n_slots: np.ndarray, n_channels: int) -> "_Jobs":
@@ -533,9 +543,9 @@ class _Grower:
             self.kept = None
         return self.trees
 
-    def _level(self, frontier: np.ndarray, level: int, counter) -> np.ndarray:
-        """Count, search and split the frontier's jobs, in passes of at most half the budget's
-        AVC-groups; returns the next level's frontier (tree order, then node order)."""
+    def _plan(self, frontier: np.ndarray) -> tuple[np.ndarray, list]:
+        """The frontier's attributes (one row per job) and its packs: consecutive jobs whose
+        AVC-groups fit half the budget together."""
         avc_budget = self.budget // 2
         cols = self._draw(frontier)
         sizes = self.columns.n_slots[cols] + 1
@@ -545,12 +555,22 @@ class _Grower:
                 f"memory budget too small: one node's AVC-group over {cols.shape[1]} attributes needs "
                 f"{int(job_bytes.max()):,} bytes and the AVC half of the budget is {avc_budget:,}; raise "
                 f"memory_budget or lower max_bins")
+        return cols, list(_pack(job_bytes, avc_budget))
+
+    def _layout(self, frontier: np.ndarray, cols: np.ndarray) -> _Jobs:
+        jobs = _Jobs.layout(frontier[:, 0], frontier[:, 1], cols, self.columns.n_slots, self.n_channels)
+        self.stats.peak_avc_bytes = max(self.stats.peak_avc_bytes, jobs.size * 8)
+        return jobs
+
+    def _level(self, frontier: np.ndarray, level: int, counter) -> np.ndarray:
+        """Count, search and split the frontier's jobs, a pack at a time (``counter``: passes over the
+        data, or a chunk's groups of rows in memory); returns the next level's frontier (tree order,
+        then node order)."""
+        cols, packs = self._plan(frontier)
         next_frontier: list = []
         passes = 0
-        for lo, hi in _pack(job_bytes, avc_budget):
-            jobs = _Jobs.layout(frontier[lo:hi, 0], frontier[lo:hi, 1], cols[lo:hi], self.columns.n_slots,
-                                self.n_channels)
-            self.stats.peak_avc_bytes = max(self.stats.peak_avc_bytes, jobs.size * 8)
+        for lo, hi in packs:
+            jobs = self._layout(frontier[lo:hi], cols[lo:hi])
             counts, from_data = counter.count(jobs, level)
             passes += from_data
             grown = self._split_jobs(jobs, counts, next_frontier)
@@ -598,14 +618,18 @@ class _Grower:
         meter = PassMeter(f"rows kept in memory, {len(roots)} tree(s) grown {size} at a time, each over its rows",
                           self.verbose, n * len(roots))
         for c0 in range(0, len(roots), size):
-            frontier = roots[c0:c0 + size]
-            counter = _KeptCounter(self, frontier[:, 0])
-            level = 0
-            while len(frontier):
-                frontier = self._level(frontier, level, counter)
-                level += 1
-            meter(n * len(counter.local))
+            self._grow_chunk(roots[c0:c0 + size])
+            meter(n * len(roots[c0:c0 + size]))
         meter.done()
+        self.stats.trees_grown_together = size
+
+    def _grow_chunk(self, frontier: np.ndarray) -> None:
+        """Grow the trees of ``frontier`` (their roots) to the end from copies of their in-bag rows."""
+        rows = _InBagGroups(self, frontier[:, 0])
+        level = 0
+        while len(frontier):
+            frontier = self._level(frontier, level, rows)
+            level += 1
 
     def _draw(self, frontier: np.ndarray) -> np.ndarray:
         """Each job's attributes (Forest-RI), one row per job: drawn from its tree's seed and its node id."""
@@ -725,13 +749,15 @@ class _PassCounter:
         pass  # the next level's pass routes the rows again
 
 
-class _KeptCounter:
-    """Counts the jobs of a chunk of trees from each tree's copy of its in-bag rows, grouped by node
-    (:mod:`rainforest.in_bag`), and moves each split job's rows into its children's groups."""
+class _InBagGroups:
+    """A chunk of trees' copies of their in-bag rows, grouped by node (:mod:`rainforest.in_bag`):
+    counts jobs from them, and moves split jobs' rows into their children's groups."""
 
     def __init__(self, grower: _Grower, chunk: np.ndarray):
         self.grower = grower
-        self.local = {int(t): i for i, t in enumerate(chunk)}  # tree -> its place in the copies
+        self.chunk = chunk
+        self.local = np.full(len(grower.trees), -1, np.int64)  # tree -> its place in the copies
+        self.local[chunk] = np.arange(len(chunk))
         kept = grower.kept
         self.copies = InBagCopies.allocate(len(chunk), kept.size, kept.S.shape[1], kept.S.dtype, grower.n_classes,
                                            len(kept.w) > 0)
@@ -740,34 +766,40 @@ class _KeptCounter:
                       self.copies.items, self.copies.weights, n_in_bag)
         self.span = {(int(t), 0): (0, int(n)) for t, n in zip(chunk, n_in_bag)}  # the roots' groups
 
+    def _spans(self, jobs: _Jobs) -> None:
+        """Take the jobs' groups (their first and past-the-last rows) for this level."""
+        lo_hi = np.array([self.span.pop((int(t), int(k))) for t, k in zip(jobs.tree, jobs.node)], np.int64)
+        self.starts, self.ends = lo_hi[:, 0].copy(), lo_hi[:, 1].copy()
+
     def count(self, jobs: _Jobs, level: int) -> tuple[np.ndarray, bool]:
-        self.tree = np.array([self.local[int(t)] for t in jobs.tree], np.int64)
-        spans = np.array([self.span.pop((int(t), int(k))) for t, k in zip(jobs.tree, jobs.node)],
-                         np.int64).reshape(-1, 2)
-        self.starts, self.ends = spans[:, 0].copy(), spans[:, 1].copy()
+        """The AVC-groups of ``jobs`` from their groups of rows (no pass)."""
+        self._spans(jobs)
         counts = np.zeros(jobs.size)
-        job_of_attr = np.repeat(np.arange(len(jobs.tree)), np.diff(jobs.attr_start))
         c = self.copies
-        count_spans(c.items, c.weights, c.width, not c.weighted, self.tree, self.starts, self.ends, job_of_attr,
-                    jobs.attrs, jobs.slot_off, jobs.job_base, self.grower.n_channels, counts)
+        count_spans(c.items, c.weights, c.width, not c.weighted, self.local[jobs.tree], self.starts, self.ends,
+                    jobs.job_of_attr, jobs.attrs, jobs.slot_off, jobs.job_base, self.grower.n_channels, counts)
         return counts, False
 
     def split(self, jobs: _Jobs, grown: list) -> None:
+        """Move the rows of the split jobs ``grown`` (as :meth:`_Grower._split_jobs` returns them) into
+        their children's groups; rows of children that are leaves are dropped."""
         if not grown:
             return
         g = self.grower
-        chunk = sorted(self.local, key=self.local.get)
-        routing, base = _routing([g.trees[t] for t in chunk], g.columns.n_slots)
+        routing, base = _routing([g.trees[t] for t in self.chunk], g.columns.n_slots)
         j = np.array([x[0] for x in grown], np.int64)
         nb = np.array([x[1] for x in grown], np.int64)
-        tree = self.tree[j]
+        going_on = np.zeros((len(j), int(nb.max())), np.bool_)
+        for r, (_, _, branches) in enumerate(grown):
+            going_on[r, branches] = True
+        tree = self.local[jobs.tree[j]]
         child_start = np.empty((len(j), int(nb.max()) + 1), np.int64)
         partition_spans(self.copies.words, self.copies.items, tree, base[tree] + jobs.node[j], nb, self.starts[j],
-                        self.ends[j], *routing, child_start)
-        for r, (x, _, going_on) in enumerate(grown):
+                        self.ends[j], *routing, going_on, child_start)
+        for r, (x, _, branches) in enumerate(grown):
             t = int(jobs.tree[x])
             first = g.trees[t].first_child[int(jobs.node[x])]
-            for b in going_on:
+            for b in branches:
                 self.span[(t, first + b)] = (int(child_start[r, b]), int(child_start[r, b + 1]))
 
 
@@ -859,7 +891,8 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
     n_passes_per_level_ : list of int
         Growth passes over the data per level.
     grow_stats_ : ForestStats
-        Jobs per level, rows kept in memory, the largest AVC-groups of one pass.
+        Jobs per level, rows kept in memory (``kept_rows``), trees grown at once from copies of
+        their in-bag rows (``trees_grown_together``, 0 if none), the largest AVC-groups of one pass.
 
     Notes
     -----

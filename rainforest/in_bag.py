@@ -123,11 +123,16 @@ def count_spans(items, weights, width, unit, job_tree, starts, ends, job_of_attr
 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def partition_spans(words, items, job_tree, job_node, n_branches, starts, ends, feature, first_child, slot_branch,
-                    branch_offset, slot_cut, missing_branch, n_slots, child_start):
+                    branch_offset, slot_cut, missing_branch, n_slots, going_on, child_start):
     """Move the rows of each split job one step down: job ``j`` (node ``job_node[j]`` of the routing
     arrays, ``n_branches[j]`` children) has its records ``starts[j]:ends[j]`` of tree ``job_tree[j]``
     reordered, stably, so that child ``b``'s rows are ``child_start[j, b]:child_start[j, b + 1]``
-    (:func:`rainforest.rows.step` on the copied slots)."""
+    (:func:`rainforest.rows.step` on the copied slots).  Rows of a child that does not go on
+    growing (``going_on[j, b]`` false, a leaf) are dropped.
+
+    (Counting the children while moving their rows was tried: it was slower than
+    :func:`count_spans` afterwards, whose threads each own one attribute's cells.)
+    """
     n_words = words.shape[2]
     for j in numba.prange(job_tree.shape[0]):
         t = job_tree[j]
@@ -141,8 +146,11 @@ def partition_spans(words, items, job_tree, job_node, n_branches, starts, ends, 
         for u in range(lo, hi):
             b = step(rows, u, k, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch,
                      n_slots) - first_child[k]
+            if going_on[j, b]:
+                sizes[b + 1] += 1
+            else:
+                b = -1
             branch[u - lo] = b
-            sizes[b + 1] += 1
         sizes[0] = lo
         for b in range(nb):
             sizes[b + 1] += sizes[b]
@@ -150,7 +158,9 @@ def partition_spans(words, items, job_tree, job_node, n_branches, starts, ends, 
         moved = words[t, lo:hi].copy()
         for u in range(hi - lo):
             b = branch[u]
+            if b < 0:
+                continue
             v = sizes[b]
+            sizes[b] += 1
             for x in range(n_words):
                 words[t, v, x] = moved[u, x]
-            sizes[b] += 1

@@ -116,6 +116,57 @@ def test_a_small_budget_takes_several_passes_per_level_for_the_same_forest(agraw
 
 
 # -- identical forests ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("extra, budget", [
+    (dict(), "4MB"),
+    (dict(max_bins=None, categorical_split="multiway", criterion="entropy"), "8MB"),
+    (dict(class_weight="balanced"), "8MB"),
+    (dict(bootstrap=False, max_features=0.5), "8MB"),
+    (dict(max_samples=0.4, criterion="entropy"), "3MB"),
+])
+def test_trees_grown_in_memory_a_chunk_at_a_time_equal_the_forest_grown_by_passes(extra, budget):
+    """RF-Hybrid copies each tree's in-bag rows and grows a chunk of trees at a time from them
+    (rainforest/in_bag.py); the budget makes several chunks.  Categories with nulls, exact mode and
+    multiway splits, weights (the record's last word) and other bootstraps grow the forest a pass
+    per level grows, bit for bit, for any n_jobs."""
+    table = pq.read_table(dataset_path("adult_train"))
+    oob = extra.get("bootstrap", True)
+    params = dict(n_estimators=6, max_depth=6, random_state=4, oob_score=oob, **extra)
+    passes = RandomForestClassifier(algorithm="read", **params).fit(table, target="class")
+    for n_jobs in (1, 2):
+        chunked = RandomForestClassifier(memory_budget=budget, n_jobs=n_jobs, **params).fit(table, target="class")
+        assert 1 <= chunked.grow_stats_.trees_grown_together < 6  # several chunks
+        assert chunked.grow_stats_.kept_rows == table.num_rows
+        assert chunked.n_passes_ == 2 + oob < passes.n_passes_  # profiling, keeping the rows, out of bag
+        assert chunked.to_json() == passes.to_json(), n_jobs
+        if oob:
+            assert chunked.oob_score_ == passes.oob_score_
+
+
+def test_kept_rows_without_room_for_copies_are_counted_from_the_roots():
+    """When the kept rows fit but not even one tree's copy beside them, every level is counted over
+    the kept rows from the roots: still no pass after the first, and the same forest."""
+    table = pq.read_table(dataset_path("adult_train"))
+    params = dict(n_estimators=4, max_depth=5, random_state=2, class_weight="balanced")
+    passes = RandomForestClassifier(algorithm="read", **params).fit(table, target="class")
+    kept = RandomForestClassifier(memory_budget="3500kB", **params).fit(table, target="class")
+    assert kept.grow_stats_.kept_rows == table.num_rows and kept.grow_stats_.trees_grown_together == 0
+    assert kept.n_passes_ == 2 and kept.n_passes_per_level_ == [1, 0, 0, 0, 0]
+    assert kept.to_json() == passes.to_json()
+
+
+def test_more_than_256_classes_grow_in_memory_too():
+    """A class code past one byte widens the copied records (InBagCopies.layout)."""
+    rng = np.random.default_rng(0)
+    n, k = 6000, 300
+    y = rng.integers(0, k, n)
+    table = pa.table({"a": y * 1.0 + rng.normal(0, 20, n), "b": rng.integers(0, 9, n), "class": y.astype(str)})
+    params = dict(n_estimators=3, max_depth=6, random_state=1)
+    passes = RandomForestClassifier(algorithm="read", **params).fit(table, target="class")
+    chunked = RandomForestClassifier(memory_budget="4MB", **params).fit(table, target="class")
+    assert len(chunked.classes_) == k and chunked.grow_stats_.trees_grown_together >= 1
+    assert chunked.to_json() == passes.to_json()
+
+
 def test_identical_forests_across_n_jobs_batch_sizes_and_sources(agrawal):
     params = dict(n_estimators=10, max_depth=6, random_state=5, oob_score=True)
     ref = RandomForestClassifier(**params).fit(agrawal, target="class")
