@@ -716,20 +716,26 @@ class _Grower:
                  | (child_imp <= EPSILON))
         majority = np.argmax(child[:, :, nc], axis=1)  # the branch with most rows (unused branches hold none)
         grown = []
-        for j in chosen:
-            t, node, c, nb = int(jobs.tree[j]), int(jobs.node[j]), int(col[j]), int(n_branches[j])
+        # plain lists: the loop below runs once per split node, numpy scalars would dominate it
+        tree_l, node_l, col_l, nb_l = jobs.tree.tolist(), jobs.node.tolist(), col.tolist(), n_branches.tolist()
+        left_l, right_l, inf_l = left_slot.tolist(), right_slot.tolist(), inf_thr.tolist()
+        child_n_l, child_imp_l, leafy_l = child_n.tolist(), child_imp.tolist(), leafy.tolist()
+        depth_l, majority_l, start_l = depth.tolist(), majority.tolist(), jobs.branch_start.tolist()
+        values = child[:, :, :nc]
+        for j in chosen.tolist():
+            t, node, c, nb = tree_l[j], node_l[j], col_l[j], nb_l[j]
             nodes = self.trees[t]
             m1 = int(self.columns.n_slots[c]) + 1
-            br = branches[jobs.branch_start[j]:jobs.branch_start[j] + m1]
-            _split(nodes, node, self.columns.attributes[c], c, br, nb, int(left_slot[j]), int(right_slot[j]),
-                   bool(inf_thr[j]), int(majority[j]))
+            br = branches[start_l[j]:start_l[j] + m1]
+            _split(nodes, node, self.columns.attributes[c], c, br, nb, left_l[j], right_l[j], inf_l[j], majority_l[j])
             first = len(nodes.feature)
             nodes.first_child[node] = first
+            going_on = []
             for b in range(nb):
-                nodes.add_leaf(child[j, b, :nc].copy(), int(child_n[j, b]), float(child_imp[j, b]), int(depth[j]))
-                if not leafy[j, b]:
+                nodes.add_leaf(values[j, b].copy(), child_n_l[j][b], child_imp_l[j][b], depth_l[j])
+                if not leafy_l[j][b]:
                     next_frontier.append((t, first + b))
-            going_on = [b for b in range(nb) if not leafy[j, b]]
+                    going_on.append(b)
             if going_on:
                 grown.append((j, nb, going_on))
         return grown
