@@ -16,6 +16,7 @@ from rainforest.datasets import agrawal_table
 from storage import ParquetSource, TableSource
 
 FAST = dict(sample_size=4000, n_bootstrap=5, max_family_rows=800)
+SEEDS = 10  # data and sample seeds per Agrawal function and criterion
 
 
 def _float32(t: pa.Table) -> pa.Table:
@@ -38,7 +39,7 @@ def _exact(t, **kw):
 @pytest.mark.parametrize("criterion", ["gini", "entropy"])
 def test_agrawal_equals_rainforest_and_sklearn(function, criterion):
     covered = 0
-    for seed in range(2):
+    for seed in range(SEEDS):
         t = _float32(agrawal_table(6000, function=function, seed=100 * function + seed, perturbation=0.05))
         clf = BoatClassifier(criterion=criterion, random_state=seed, **FAST).fit(t, target="class")
         assert clf.n_passes_ == 2
@@ -125,7 +126,7 @@ def test_update_equals_rebuild(kind):
     more = agrawal_table(3000, function=6, seed=21, start=8000)
     with BoatClassifier(**FAST).fit(base, target="class") as clf:
         data = base
-        for _ in range(4):
+        for _ in range(10):
             ins = dele = None
             if kind in ("insert", "both"):
                 ins = more.take(pa.array(rng.choice(more.num_rows, 150, replace=False)))
