@@ -48,8 +48,8 @@ from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_node
 from .dask_predict import lazy_on_dask
 from .errors import BudgetError, DataError, NotFittedError
 from .estimators import (write_model, DecisionTreeClassifier, _is_int, _params_from_json, numba_threads)
-from .in_bag import InBagCopies, count_spans, gather_in_bag, in_bag_fraction, partition_spans
 from .grow import EPSILON, GrowParams, PassMeter, _Nodes, _pre_leaf, _split, branch_totals
+from .in_bag import InBagCopies, count_spans, gather_in_bag, in_bag_fraction, partition_spans
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .profile import quantile_edges
@@ -67,6 +67,7 @@ ALGORITHMS = ("hybrid", "read")
 
 # -- kernels -------------------------------------------------------------------------------------
 ROW_BLOCK = 4096  # rows a thread routes together through one tree (independent steps overlap)
+TREES_PER_THREAD = 2  # trees grown at once from copies of their in-bag rows, per Numba thread
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -612,23 +613,27 @@ class _Grower:
     def _finish_in_memory(self, roots: np.ndarray) -> None:
         """Grow the trees from the kept rows, a chunk of trees at a time, each tree's in-bag rows
         copied once and grouped by node (:mod:`rainforest.in_bag`): no pass, and no row routed from
-        the root again."""
-        n = self.kept.size
-        size = min(len(roots), self._trees_in_memory())
+        the root again.  One buffer of copies serves every chunk."""
+        kept = self.kept
+        # a few trees per thread keep every thread busy; more only make the copies and a level's
+        # AVC-groups larger (fresh large arrays cost a page fault per page)
+        size = min(len(roots), self._trees_in_memory(), TREES_PER_THREAD * numba.get_num_threads())
         meter = PassMeter(f"rows kept in memory, {len(roots)} tree(s) grown {size} at a time, each over its rows",
-                          self.verbose, n * len(roots))
+                          self.verbose, kept.size * len(roots))
+        copies = InBagCopies.allocate(size, kept.size, kept.S.shape[1], kept.S.dtype, self.n_classes, len(kept.w) > 0)
         for c0 in range(0, len(roots), size):
-            self._grow_chunk(roots[c0:c0 + size])
-            meter(n * len(roots[c0:c0 + size]))
+            self._grow_chunk(roots[c0:c0 + size], copies)
+            meter(kept.size * len(roots[c0:c0 + size]))
         meter.done()
         self.stats.trees_grown_together = size
 
-    def _grow_chunk(self, frontier: np.ndarray) -> None:
-        """Grow the trees of ``frontier`` (their roots) to the end from copies of their in-bag rows."""
-        rows = _InBagGroups(self, frontier[:, 0])
+    def _grow_chunk(self, frontier: np.ndarray, copies: InBagCopies) -> None:
+        """Grow the trees of ``frontier`` (their roots) to the end from copies of their in-bag rows
+        (in ``copies``, reused from chunk to chunk)."""
+        groups = _InBagGroups(self, frontier[:, 0], copies)
         level = 0
         while len(frontier):
-            frontier = self._level(frontier, level, rows)
+            frontier = self._level(frontier, level, groups)
             level += 1
 
     def _draw(self, frontier: np.ndarray) -> np.ndarray:
@@ -759,14 +764,13 @@ class _InBagGroups:
     """A chunk of trees' copies of their in-bag rows, grouped by node (:mod:`rainforest.in_bag`):
     counts jobs from them, and moves split jobs' rows into their children's groups."""
 
-    def __init__(self, grower: _Grower, chunk: np.ndarray):
+    def __init__(self, grower: _Grower, chunk: np.ndarray, copies: InBagCopies):
         self.grower = grower
         self.chunk = chunk
         self.local = np.full(len(grower.trees), -1, np.int64)  # tree -> its place in the copies
         self.local[chunk] = np.arange(len(chunk))
         kept = grower.kept
-        self.copies = InBagCopies.allocate(len(chunk), kept.size, kept.S.shape[1], kept.S.dtype, grower.n_classes,
-                                           len(kept.w) > 0)
+        self.copies = copies
         n_in_bag = np.zeros(len(chunk), np.int64)
         gather_in_bag(kept.S, kept.y, kept.w, grower.keys1[chunk], grower.keys2[chunk], grower.thresholds,
                       self.copies.items, self.copies.weights, n_in_bag)
