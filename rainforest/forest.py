@@ -600,24 +600,31 @@ class _Grower:
         self.kept = kept if kept.complete else None
 
     def _trees_in_memory(self) -> int:
-        """How many trees' copies of their in-bag rows fit the room the kept rows leave in the first
-        half of the budget (the second is the AVC-groups'), one tree's worth left for the partition's
-        scratch (a thread moves one group at a time, at most a tree's rows); 0: not even one, and
-        the kept rows are counted from the roots at every level."""
+        """How many trees grow at once from copies of their in-bag rows: two per Numba thread (every
+        thread busy; more would only make the copies and a level's AVC-groups larger, and fresh
+        large arrays cost a page fault per page), fewer where their copies and the partition's
+        scratch (each thread moves one group at a time: at most a tree's rows and their branches)
+        do not fit the room the kept rows leave in the first half of the budget (the second is
+        the AVC-groups').  0: not even one, and the kept rows are counted from the roots at
+        every level."""
         kept = self.kept
+        threads = numba.get_num_threads()
         record = InBagCopies.record_bytes(kept.S.shape[1], kept.S.dtype, self.n_classes, len(kept.w) > 0)
-        per_tree = max(1, math.ceil(kept.size * in_bag_fraction(self.spec.rate)) * record)
+        in_bag = math.ceil(kept.size * in_bag_fraction(self.spec.rate))
+        per_tree, scratch = in_bag * record, in_bag * (record + 4)
         room = self.budget // 2 - (kept.S.nbytes + kept.y.nbytes + kept.w.nbytes)
-        return max(0, room // per_tree - 1)
+        size = 0
+        while (size < TREES_PER_THREAD * threads
+               and (size + 1) * per_tree + min(size + 1, threads) * scratch <= room):
+            size += 1
+        return size
 
     def _finish_in_memory(self, roots: np.ndarray) -> None:
         """Grow the trees from the kept rows, a chunk of trees at a time, each tree's in-bag rows
         copied once and grouped by node (:mod:`rainforest.in_bag`): no pass, and no row routed from
         the root again.  One buffer of copies serves every chunk."""
         kept = self.kept
-        # a few trees per thread keep every thread busy; more only make the copies and a level's
-        # AVC-groups larger (fresh large arrays cost a page fault per page)
-        size = min(len(roots), self._trees_in_memory(), TREES_PER_THREAD * numba.get_num_threads())
+        size = min(len(roots), self._trees_in_memory())
         meter = PassMeter(f"rows kept in memory, {len(roots)} tree(s) grown {size} at a time, each over its rows",
                           self.verbose, kept.size * len(roots))
         copies = InBagCopies.allocate(size, kept.size, kept.S.shape[1], kept.S.dtype, self.n_classes, len(kept.w) > 0)
