@@ -532,8 +532,9 @@ class _Grower:
         frontier[:, 0] = np.arange(len(self.trees))
         if self.keep:
             self._keep_rows()
-        if self.kept is not None and self._trees_in_memory() > 0:
-            self._finish_in_memory(frontier)
+        together = self._trees_in_memory() if self.kept is not None else 0
+        if together > 0:
+            self._finish_in_memory(frontier, together)
         else:
             level = 0
             while len(frontier):
@@ -619,12 +620,12 @@ class _Grower:
             size += 1
         return size
 
-    def _finish_in_memory(self, roots: np.ndarray) -> None:
-        """Grow the trees from the kept rows, a chunk of trees at a time, each tree's in-bag rows
-        copied once and grouped by node (:mod:`rainforest.in_bag`): no pass, and no row routed from
-        the root again.  One buffer of copies serves every chunk."""
+    def _finish_in_memory(self, roots: np.ndarray, together: int) -> None:
+        """Grow the trees from the kept rows, ``together`` trees at a time (:meth:`_trees_in_memory`),
+        each tree's in-bag rows copied once and grouped by node (:mod:`rainforest.in_bag`): no pass,
+        and no row routed from the root again.  One buffer of copies serves every chunk."""
         kept = self.kept
-        size = min(len(roots), self._trees_in_memory())
+        size = min(len(roots), together)
         meter = PassMeter(f"rows kept in memory, {len(roots)} tree(s) grown {size} at a time, each over its rows",
                           self.verbose, kept.size * len(roots))
         copies = InBagCopies.allocate(size, kept.size, kept.S.shape[1], kept.S.dtype, self.n_classes, len(kept.w) > 0)
