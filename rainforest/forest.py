@@ -532,9 +532,9 @@ class _Grower:
         frontier[:, 0] = np.arange(len(self.trees))
         if self.keep:
             self._keep_rows()
-        together = self._trees_in_memory() if self.kept is not None else 0
+        together, scratch_rows = self._trees_in_memory() if self.kept is not None else (0, 0)
         if together > 0:
-            self._finish_in_memory(frontier, together)
+            self._finish_in_memory(frontier, together, scratch_rows)
         else:
             level = 0
             while len(frontier):
@@ -600,27 +600,29 @@ class _Grower:
         self._note(0, 1, 0)
         self.kept = kept if kept.complete else None
 
-    def _trees_in_memory(self) -> int:
-        """How many trees grow at once from copies of their in-bag rows: two per Numba thread (every
-        thread busy; more would only make the copies and a level's AVC-groups larger, and fresh
-        large arrays cost a page fault per page), fewer where their copies and the partition's
-        scratch (each thread moves one group at a time: at most a tree's rows and their branches)
-        do not fit the room the kept rows leave in the first half of the budget (the second is
-        the AVC-groups').  0: not even one, and the kept rows are counted from the roots at
-        every level."""
+    def _trees_in_memory(self) -> tuple[int, int]:
+        """How many trees grow at once from copies of their in-bag rows, and the rows of the
+        partition's scratch (:class:`rainforest.in_bag.InBagCopies`; a multiple of a tree's).
+
+        Two trees per Numba thread (every thread busy at the deep levels, where each thread takes
+        whole groups; more would only make the copies and a level's AVC-groups larger, and fresh
+        large arrays cost a page fault per page), fewer where their copies and a scratch for one
+        tree's rows do not fit the room the kept rows leave in the first half of the budget (the
+        second is the AVC-groups').  What room is left widens the scratch up to the chunk's rows,
+        so a level's groups move in fewer, better balanced calls.  0 trees: not even one, and the
+        kept rows are counted from the roots at every level."""
         kept = self.kept
         threads = numba.get_num_threads()
         record = InBagCopies.record_bytes(kept.S.shape[1], kept.S.dtype, self.n_classes, len(kept.w) > 0)
-        in_bag = math.ceil(kept.size * in_bag_fraction(self.spec.rate))
+        expected = kept.size * in_bag_fraction(self.spec.rate)
+        in_bag = math.ceil(expected + 4 * math.sqrt(expected)) + 1  # 4 standard deviations' slack at least
         per_tree, scratch = in_bag * record, in_bag * (record + 4)
         room = self.budget // 2 - (kept.S.nbytes + kept.y.nbytes + kept.w.nbytes)
-        size = 0
-        while (size < TREES_PER_THREAD * threads
-               and (size + 1) * per_tree + min(size + 1, threads) * scratch <= room):
-            size += 1
-        return size
+        trees = int(max(0, min(TREES_PER_THREAD * threads, (room - scratch) // per_tree)))
+        scratch_trees = int(max(1, min(trees, (room - trees * per_tree) // scratch)))
+        return trees, scratch_trees * in_bag
 
-    def _finish_in_memory(self, roots: np.ndarray, together: int) -> None:
+    def _finish_in_memory(self, roots: np.ndarray, together: int, scratch_rows: int) -> None:
         """Grow the trees from the kept rows, ``together`` trees at a time (:meth:`_trees_in_memory`),
         each tree's in-bag rows copied once and grouped by node (:mod:`rainforest.in_bag`): no pass,
         and no row routed from the root again.  One buffer of copies serves every chunk."""
@@ -628,7 +630,8 @@ class _Grower:
         size = min(len(roots), together)
         meter = PassMeter(f"rows kept in memory, {len(roots)} tree(s) grown {size} at a time, each over its rows",
                           self.verbose, kept.size * len(roots))
-        copies = InBagCopies.allocate(size, kept.size, kept.S.shape[1], kept.S.dtype, self.n_classes, len(kept.w) > 0)
+        copies = InBagCopies.allocate(size, kept.size, scratch_rows, kept.S.shape[1], kept.S.dtype, self.n_classes,
+                                      len(kept.w) > 0)
         for c0 in range(0, len(roots), size):
             self._grow_chunk(roots[c0:c0 + size], copies)
             meter(kept.size * len(roots[c0:c0 + size]))
@@ -781,7 +784,7 @@ class _InBagGroups:
         self.copies = copies
         n_in_bag = np.zeros(len(chunk), np.int64)
         gather_in_bag(kept.S, kept.y, kept.w, grower.keys1[chunk], grower.keys2[chunk], grower.thresholds,
-                      self.copies.items, self.copies.weights, n_in_bag)
+                      self.copies.items, self.copies.weights, n_in_bag, self.copies.task_rows)
         self.span = {(int(t), 0): (0, int(n)) for t, n in zip(chunk, n_in_bag)}  # the roots' groups
 
     def _spans(self, jobs: _Jobs) -> None:
@@ -811,9 +814,14 @@ class _InBagGroups:
         for r, (_, _, branches) in enumerate(grown):
             going_on[r, branches] = True
         tree = self.local[jobs.tree[j]]
+        node = base[tree] + jobs.node[j]
+        starts, ends = self.starts[j], self.ends[j]
         child_start = np.empty((len(j), int(nb.max()) + 1), np.int64)
-        partition_spans(self.copies.words, self.copies.items, tree, base[tree] + jobs.node[j], nb, self.starts[j],
-                        self.ends[j], *routing, going_on, child_start)
+        c = self.copies
+        for lo, hi in _pack(ends - starts, c.scratch_rows):  # groups moved together within the scratch
+            partition_spans(c.words, c.items, tree[lo:hi], node[lo:hi], nb[lo:hi], starts[lo:hi], ends[lo:hi],
+                            *routing, going_on[lo:hi], c.moved, c.branch, child_start[lo:hi], c.task_rows,
+                            numba.get_num_threads())
         for r, (x, _, branches) in enumerate(grown):
             t = int(jobs.tree[x])
             first = g.trees[t].first_child[int(jobs.node[x])]

@@ -25,6 +25,9 @@ import numpy as np
 from .bootstrap import hash_row, multiplicity
 from .rows import step
 
+TASK_ROWS = 1 << 14  # rows of a thread's task (at least) when a tree's rows are drawn or a group's rows are moved
+TASKS_PER_THREAD = 4  # blocks per thread when large groups are cut (fewer leave threads idle at the end)
+
 
 def in_bag_fraction(rate: float | None) -> float:
     """The expected share of rows a tree's bootstrap draws at least once (all of them without one)."""
@@ -38,13 +41,22 @@ class InBagCopies:
     ``items`` views the words as elements of the slots' type (widened to hold a class code):
     elements ``0 .. width - 1`` are the row's slots, element ``width`` its class, and element
     ``width + 1`` its multiplicity when unweighted; ``weights`` views them as float64, and with
-    weights the last word is the multiplicity times the row's weight."""
+    weights the last word is the multiplicity times the row's weight.
+
+    ``moved`` and ``branch`` are :func:`partition_spans`' scratch, shared by the chunk's trees: the
+    records and branches of groups being moved together, ``scratch_rows`` of them at a time (the
+    in-bag rows of one tree or more; a larger group goes alone).  ``task_rows`` rows make one thread's
+    task in :func:`gather_in_bag` and :func:`partition_spans`."""
 
     words: np.ndarray
     items: np.ndarray
     weights: np.ndarray
     width: int
     weighted: bool
+    moved: np.ndarray
+    branch: np.ndarray
+    scratch_rows: int
+    task_rows: int
 
     @staticmethod
     def layout(width: int, slot_type, n_classes: int, weighted: bool) -> tuple[np.dtype, int]:
@@ -58,43 +70,66 @@ class InBagCopies:
         return 8 * cls.layout(width, slot_type, n_classes, weighted)[1]
 
     @classmethod
-    def allocate(cls, n_trees: int, n_rows: int, width: int, slot_type, n_classes: int,
+    def allocate(cls, n_trees: int, n_rows: int, scratch_rows: int, width: int, slot_type, n_classes: int,
                  weighted: bool) -> "InBagCopies":
         item, n_words = cls.layout(width, slot_type, n_classes, weighted)
-        words = np.empty((n_trees, n_rows, n_words), np.uint64)  # pages past the in-bag rows stay untouched
-        return cls(words, words.view(item), words.view(np.float64), width, weighted)
+        # Room for every row; pages past the rows in use stay untouched (and uncounted by the OS).
+        words = np.empty((n_trees, n_rows, n_words), np.uint64)
+        moved = np.empty((max(n_rows, scratch_rows), n_words), np.uint64)  # a group may exceed scratch_rows
+        branch = np.empty(len(moved), np.int32)
+        return cls(words, words.view(item), words.view(np.float64), width, weighted, moved, branch, scratch_rows,
+                   TASK_ROWS)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, n_in_bag):
+def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, n_in_bag, block):
     """Copy tree ``t``'s in-bag rows of the kept rows ``S, y, w`` (row ``i``'s identity is ``i``), in
     row order, into the records of :class:`InBagCopies`: the root's group.
 
     Tree ``t`` (keys ``keys1[t], keys2[t]``) draws row ``i`` ``m`` times
     (:func:`rainforest.bootstrap.multiplicity`); rows with ``m > 0`` are copied, ``n_in_bag[t]`` of
-    them.  Threads own whole trees.
+    them.  Threads take (tree, ``block`` rows) pairs, so one tree keeps every thread busy: each
+    block's in-bag rows are counted first, and the prefix sums place every block's copies, in row
+    order (the draw is computed twice; it is cheaper than storing it).
     """
     n = S.shape[0]
     width = S.shape[1]
     unit = w.shape[0] == 0
     last = weights.shape[2] - 1
-    for t in numba.prange(keys1.shape[0]):
-        s1 = keys1[t]
-        s2 = keys2[t]
+    n_trees = keys1.shape[0]
+    n_blocks = max(1, (n + block - 1) // block)
+    at = np.zeros((n_trees, n_blocks + 1), np.int64)  # where each block's copies start
+    for task in numba.prange(n_trees * n_blocks):
+        t, blk = task // n_blocks, task % n_blocks
+        s1, s2 = keys1[t], keys2[t]
+        drawn = 0
+        for i in range(blk * block, min(n, (blk + 1) * block)):
+            if multiplicity(hash_row(i, s1, s2), thresholds) > 0:
+                drawn += 1
+        at[t, blk + 1] = drawn
+    for t in range(n_trees):
+        for blk in range(n_blocks):
+            at[t, blk + 1] += at[t, blk]
+        n_in_bag[t] = at[t, n_blocks]
+    for task in numba.prange(n_trees * n_blocks):
+        t, blk = task // n_blocks, task % n_blocks
+        s1, s2 = keys1[t], keys2[t]
+        lo = blk * block
+        copies = items[t, at[t, blk]:]  # indices from 0: no check for a negative index (see count_spans)
+        copy_weights = weights[t, at[t, blk]:, last]
         u = 0
-        for i in range(n):
-            m = multiplicity(hash_row(i, s1, s2), thresholds)
+        for i in range(min(n, lo + block) - lo):
+            m = multiplicity(hash_row(lo + i, s1, s2), thresholds)
             if m == 0:
                 continue
             for a in range(width):
-                items[t, u, a] = S[i, a]
-            items[t, u, width] = y[i]
+                copies[u, a] = S[lo + i, a]
+            copies[u, width] = y[lo + i]
             if unit:
-                items[t, u, width + 1] = m
+                copies[u, width + 1] = m
             else:
-                weights[t, u, last] = m * w[i]
+                copy_weights[u] = m * w[lo + i]
             u += 1
-        n_in_bag[t] = u
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -108,59 +143,154 @@ def count_spans(items, weights, width, unit, job_tree, starts, ends, job_of_attr
     Threads take (job, attribute) pairs, each owning its cells, so every cell is summed in row
     order by one thread.
     """
-    n_classes = n_channels - 1
+    # Unsigned cell indices and loops from 0 spare every access numba's check for a negative index
+    # (a quarter of the time).
+    n_classes = np.uint64(n_channels - 1)
+    stride = np.uint64(n_channels)
     last = weights.shape[2] - 1
     for q in numba.prange(attrs.shape[0]):
         j = job_of_attr[q]
         t = job_tree[j]
         a = attrs[q]
-        base = job_base[j] + slot_off[q] * n_channels
-        for u in range(starts[j], ends[j]):
-            cell = base + items[t, u, a] * n_channels
-            counts[cell + items[t, u, width]] += float(items[t, u, width + 1]) if unit else weights[t, u, last]
-            counts[cell + n_classes] += 1.0
+        cells = counts[job_base[j] + slot_off[q] * n_channels:]
+        rows = items[t, starts[j]:ends[j]]
+        row_weights = weights[t, starts[j]:ends[j], last]
+        for u in range(rows.shape[0]):
+            cell = np.uint64(rows[u, a]) * stride
+            cells[cell + np.uint64(rows[u, width])] += float(rows[u, width + 1]) if unit else row_weights[u]
+            cells[cell + n_classes] += 1.0
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def partition_spans(words, items, job_tree, job_node, n_branches, starts, ends, feature, first_child, slot_branch,
-                    branch_offset, slot_cut, missing_branch, n_slots, going_on, child_start):
+                    branch_offset, slot_cut, missing_branch, n_slots, going_on, moved, branch, child_start, block,
+                    n_threads):
     """Move the rows of each split job one step down: job ``j`` (node ``job_node[j]`` of the routing
     arrays, ``n_branches[j]`` children) has its records ``starts[j]:ends[j]`` of tree ``job_tree[j]``
     reordered, stably, so that child ``b``'s rows are ``child_start[j, b]:child_start[j, b + 1]``
     (:func:`rainforest.rows.step` on the copied slots).  Rows of a child that does not go on
     growing (``going_on[j, b]`` false, a leaf) are dropped.
 
+    A group is moved by one thread, through a copy of its own, unless it is a large share of the
+    call's rows (a tree's first levels: one or two large groups): such a group is cut into blocks
+    (at least ``block`` rows, about ``TASKS_PER_THREAD`` blocks per thread in all) that threads
+    take in turn.  Each block routes its rows, counts them per branch, and copies them to the
+    scratch ``moved`` (their branches to ``branch``); the prefix sums, branch by branch and block
+    by block, give each block where its rows of each branch go, and the blocks then write them
+    back: the same stable order.
+
     (Counting the children while moving their rows was tried: it was slower than
     :func:`count_spans` afterwards, whose threads each own one attribute's cells.)
     """
-    n_words = words.shape[2]
-    for j in numba.prange(job_tree.shape[0]):
+    n_jobs = job_tree.shape[0]
+    spans = ends - starts
+    block = max(block, -(-spans.sum() // (TASKS_PER_THREAD * n_threads)))
+    first_task = np.zeros(n_jobs + 1, np.int64)
+    scratch_at = np.zeros(n_jobs + 1, np.int64)  # only cut groups use the shared scratch
+    for j in range(n_jobs):
+        cut = spans[j] > block
+        first_task[j + 1] = first_task[j] + (-(-spans[j] // block) if cut else 1)
+        scratch_at[j + 1] = scratch_at[j] + (spans[j] if cut else 0)
+    n_tasks = first_task[n_jobs]
+    task_job = np.empty(n_tasks, np.int64)
+    for j in range(n_jobs):
+        task_job[first_task[j]:first_task[j + 1]] = j
+    sizes = np.zeros((n_tasks, max(1, n_branches.max())), np.int64)  # rows per (block, branch), then where they go
+    for task in numba.prange(n_tasks):
+        j = task_job[task]
         t = job_tree[j]
-        k = job_node[j]
-        lo = starts[j]
-        hi = ends[j]
-        nb = n_branches[j]
-        rows = items[t]
-        branch = np.empty(hi - lo, np.int32)
-        sizes = np.zeros(nb + 1, np.int64)
-        for u in range(lo, hi):
-            b = step(rows, u, k, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch,
-                     n_slots) - first_child[k]
-            if going_on[j, b]:
-                sizes[b + 1] += 1
-            else:
-                b = -1
-            branch[u - lo] = b
-        sizes[0] = lo
-        for b in range(nb):
-            sizes[b + 1] += sizes[b]
-        child_start[j, :nb + 1] = sizes
-        moved = words[t, lo:hi].copy()
-        for u in range(hi - lo):
-            b = branch[u]
-            if b < 0:
-                continue
-            v = sizes[b]
+        if spans[j] <= block:  # the whole group, through a copy of its own (the call's rows bound them all)
+            lo, hi = starts[j], ends[j]
+            own = words[t, lo:hi].copy()
+            own_branch = np.empty(hi - lo, np.int32)
+            _route_block(items, t, job_node[j], j, lo, hi, own_branch, 0, feature, first_child, slot_branch,
+                         branch_offset, slot_cut, missing_branch, n_slots, going_on, sizes[task])
+            _place(lo, n_branches[j], sizes[task:task + 1], child_start[j])
+            _scatter_block(words, t, own, own_branch, 0, hi - lo, sizes[task])
+        else:
+            lo = starts[j] + (task - first_task[j]) * block
+            hi = min(ends[j], lo + block)
+            p = scratch_at[j] + lo - starts[j]
+            _copy_rows(moved, p, words[t], lo, hi)
+            _route_block(items, t, job_node[j], j, lo, hi, branch, p, feature, first_child, slot_branch,
+                         branch_offset, slot_cut, missing_branch, n_slots, going_on, sizes[task])
+    for j in range(n_jobs):
+        if spans[j] > block:
+            _place(starts[j], n_branches[j], sizes[first_task[j]:first_task[j + 1]], child_start[j])
+    for task in numba.prange(n_tasks):
+        j = task_job[task]
+        if spans[j] > block:
+            lo = starts[j] + (task - first_task[j]) * block
+            p = scratch_at[j] + lo - starts[j]
+            _scatter_block(words, job_tree[j], moved, branch, p, p + min(ends[j], lo + block) - lo, sizes[task])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _route_block(items, t, k, j, lo, hi, branch, p, feature, first_child, slot_branch, branch_offset, slot_cut,
+                 missing_branch, n_slots, going_on, sizes):
+    """Route tree ``t``'s rows ``lo:hi`` (of node ``k``, job ``j``) one step: their branches to
+    ``branch`` from ``p`` on (-1: dropped), and their counts per branch to ``sizes``."""
+    rows = items[t]
+    for u in range(lo, hi):
+        b = step(rows, u, k, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch,
+                 n_slots) - first_child[k]
+        if going_on[j, b]:
             sizes[b] += 1
-            for x in range(n_words):
-                words[t, v, x] = moved[u, x]
+        else:
+            b = -1
+        branch[p] = b
+        p += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _place(start, nb, sizes, child_start):
+    """Where each block's rows of each branch go: branch by branch, block by block, from ``start``
+    (``sizes[block, b]`` turns from a count into a first row)."""
+    v = start
+    for b in range(nb):
+        child_start[b] = v
+        for blk in range(sizes.shape[0]):
+            rows_b = sizes[blk, b]
+            sizes[blk, b] = v
+            v += rows_b
+    child_start[nb] = v
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _copy_rows(dst, at, src, lo, hi):
+    """``dst[at:at + hi - lo] = src[lo:hi]``, as one flat loop from 0 (compiled to a memory copy:
+    numba's 2-d slice assignment, or an index that may be negative, copies several times slower)."""
+    n_words = src.shape[1]
+    d = dst.reshape(-1)[at * n_words:(at + hi - lo) * n_words]
+    s = src.reshape(-1)[lo * n_words:hi * n_words]
+    for i in range(s.shape[0]):
+        d[i] = s[i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _scatter_block(words, t, moved, branch, p0, p1, at):
+    """Write the copied rows ``moved[p0:p1]`` back to tree ``t``'s records, each branch's from ``at[b]`` on."""
+    n_words = words.shape[2]
+    # The loop with its record size a constant copies twice as fast; records are mostly 1 to 4 words.
+    if n_words == 1:
+        _scatter_rows(words[t].reshape(-1), moved.reshape(-1), branch, p0, p1, at, 1)
+    elif n_words == 2:
+        _scatter_rows(words[t].reshape(-1), moved.reshape(-1), branch, p0, p1, at, 2)
+    elif n_words == 3:
+        _scatter_rows(words[t].reshape(-1), moved.reshape(-1), branch, p0, p1, at, 3)
+    elif n_words == 4:
+        _scatter_rows(words[t].reshape(-1), moved.reshape(-1), branch, p0, p1, at, 4)
+    else:
+        _scatter_rows(words[t].reshape(-1), moved.reshape(-1), branch, p0, p1, at, n_words)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _scatter_rows(dst, src, branch, p0, p1, at, n_words):
+    for p in range(p0, p1):
+        b = branch[p]
+        if b < 0:
+            continue
+        v = at[b]
+        at[b] = v + 1
+        for x in range(n_words):
+            dst[v * n_words + x] = src[p * n_words + x]

@@ -12,7 +12,9 @@ from rainforest import BudgetError, DecisionTreeClassifier, RandomForestClassifi
 from rainforest.bootstrap import (bootstrap_counts, multiplicity_sql, node_features, poisson_thresholds,
                                   seed_keys, tree_seeds)
 from rainforest.datasets import write_agrawal_parquet
+from rainforest import forest, in_bag
 from rainforest.forest import bootstrap_block
+from rainforest.in_bag import partition_spans
 from rainforest.rowhash import row_hash_sql
 from storage import ParquetSource
 
@@ -140,6 +142,31 @@ def test_trees_grown_in_memory_a_chunk_at_a_time_equal_the_forest_grown_by_passe
         assert chunked.to_json() == passes.to_json(), n_jobs
         if oob:
             assert chunked.oob_score_ == passes.oob_score_
+
+
+@pytest.mark.parametrize("extra", [dict(), dict(class_weight="balanced", max_bins=None)])
+def test_groups_cut_into_blocks_for_the_threads_grow_the_same_forest(extra, monkeypatch):
+    """Threads share a large group's rows by blocks: each tree's draw (gather_in_bag) and each
+    group's move (partition_spans, counted per block and branch, then scattered).  With blocks of
+    100 rows nearly every group is cut, records of 2 words and of many (exact slots, weights) move
+    through both paths, and the forest is still the one a pass per level grows."""
+    table = pq.read_table(dataset_path("adult_train"))
+    params = dict(n_estimators=5, max_depth=7, random_state=6, oob_score=True, **extra)
+    passes = RandomForestClassifier(algorithm="read", **params).fit(table, target="class")
+    monkeypatch.setattr(in_bag, "TASK_ROWS", 100)
+    paths = set()
+
+    def spy(*args):  # which groups are cut? (the kernel's block: at least TASKS_PER_THREAD per thread)
+        spans, block, threads = args[6] - args[5], args[-2], args[-1]
+        paths.update((spans > max(block, -(-int(spans.sum()) // (in_bag.TASKS_PER_THREAD * threads)))).tolist())
+        return partition_spans(*args)
+    monkeypatch.setattr(forest, "partition_spans", spy)
+    for n_jobs in (1, 2):
+        paths.clear()
+        chunked = RandomForestClassifier(memory_budget="8MB", n_jobs=n_jobs, **params).fit(table, target="class")
+        assert chunked.grow_stats_.trees_grown_together >= 1 and paths == {True, False}  # cut and whole groups
+        assert chunked.to_json() == passes.to_json(), n_jobs
+        assert chunked.oob_score_ == passes.oob_score_
 
 
 def test_kept_rows_without_room_for_copies_are_counted_from_the_roots():
