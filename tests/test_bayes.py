@@ -125,5 +125,9 @@ def test_bad_input():
         NaiveBayesClassifier().fit(np.ones((5, 2)), np.zeros(5))
     with pytest.raises(DataError, match="'x0'"):
         NaiveBayesClassifier().fit(np.array([[1.0], [np.inf], [2.0]]), np.array([0, 1, 0]))
+    X = np.arange(20.0).reshape(10, 2)
+    X[7, 1] = -np.inf  # in the second batch of 4 rows: named by its column and its row in the data
+    with pytest.raises(DataError, match=r"'x1' .* holds -inf at row 7"):
+        NaiveBayesClassifier(batch_size=4).fit(X, np.arange(10) % 2)
     with pytest.raises(ValueError, match="numeric"):
         NaiveBayesClassifier(numeric="kernel").fit(np.ones((5, 2)), np.arange(5) % 2)
