@@ -28,19 +28,24 @@ def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows)
     attributes, each owning its slots, so every cell is summed in row order whatever the number
     of threads: the result is identical to a serial run.
     """
-    n_classes = counts.shape[2] - (1 if count_rows else 0)
+    # Unsigned indices and loops from 0 spare every access numba's check for a negative index
+    # (a third of the time; unsigned and signed integers must not mix: that gives a float).
+    n_classes = np.uint64(counts.shape[2] - (1 if count_rows else 0))
     unit = w.shape[0] == 0
     direct = order.shape[0] == 0
     for j in numba.prange(attrs.shape[0]):
-        a = attrs[j]
-        base = offsets[j]
+        a = np.uint64(attrs[j])
+        base = np.uint64(offsets[j])
         for k in range(starts.shape[0]):
-            for t in range(starts[k], ends[k]):
-                i = t if direct else order[t]
-                s = base + S[i, a]
-                counts[k, s, y[i]] += 1.0 if unit else w[i]
+            node = counts[k]
+            lo = starts[k]
+            rows = order[lo:ends[k]]
+            for t in range(ends[k] - lo):
+                i = np.uint64(lo + t) if direct else np.uint64(rows[t])
+                s = base + np.uint64(S[i, a])
+                node[s, np.uint64(y[i])] += 1.0 if unit else w[i]
                 if count_rows:
-                    counts[k, s, n_classes] += 1.0
+                    node[s, n_classes] += 1.0
 
 
 @numba.njit(cache=True, nogil=True)
