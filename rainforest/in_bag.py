@@ -90,7 +90,7 @@ def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, n_in_bag, b
     (:func:`rainforest.bootstrap.multiplicity`); rows with ``m > 0`` are copied, ``n_in_bag[t]`` of
     them.  Threads take (tree, ``block`` rows) pairs, so one tree keeps every thread busy: each
     block's in-bag rows are counted first, and the prefix sums place every block's copies, in row
-    order (the draw is computed twice; it is cheaper than storing it).
+    order (the draw is computed twice rather than stored: no scratch of a byte per row and tree).
     """
     n = S.shape[0]
     width = S.shape[1]

@@ -98,6 +98,26 @@ def test_one_pass_over_parquet_with_nulls_and_unseen_values():
     assert np.isfinite(nb.predict_log_proba(odd)).all()  # an unseen category is skipped, like a missing one
 
 
+def test_numeric_columns_with_and_without_nulls_and_of_any_type_fit_together():
+    """A batch's numeric columns reach the moment kernel as they are decoded: zero-copy (float64
+    without nulls), converted (integers) or filled (nulls as NaN); all of them are counted."""
+    rng = np.random.default_rng(3)
+    n = 1000
+    y = rng.integers(0, 2, n)
+    plain = rng.normal(y * 2.0, 1.0)
+    holes = np.where(rng.random(n) < 0.2, np.nan, rng.normal(-y, 2.0))
+    ints = rng.integers(0, 50, n) + 10 * y
+    table = pa.table({"plain": plain, "holes": pa.array(holes, from_pandas=True), "ints": ints.astype(np.int32),
+                      "y": y})
+    nb = NaiveBayesClassifier(batch_size=300).fit(table, target="y")
+    assert nb.n_passes_ == 1
+    for j, values in enumerate([plain, holes, ints.astype(float)]):
+        want = [np.nanmean(values[y == c]) for c in (0, 1)]
+        np.testing.assert_allclose(nb.theta_[:, j], want, rtol=1e-12)
+        np.testing.assert_allclose(nb.var_[:, j] - nb.epsilon_, [np.nanvar(values[y == c]) for c in (0, 1)],
+                                   rtol=1e-10)
+
+
 def test_binned_numerics_take_two_passes_and_learn():
     X, y, _ = numeric_xy("magic", np.float64)
     binned = NaiveBayesClassifier(numeric="binned", max_bins=32).fit(X, y)
