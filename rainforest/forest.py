@@ -606,20 +606,25 @@ class _Grower:
 
         Two trees per Numba thread (every thread busy at the deep levels, where each thread takes
         whole groups; more would only make the copies and a level's AVC-groups larger, and fresh
-        large arrays cost a page fault per page), fewer where their copies and a scratch for one
-        tree's rows do not fit the room the kept rows leave in the first half of the budget (the
-        second is the AVC-groups').  What room is left widens the scratch up to the chunk's rows,
-        so a level's groups move in fewer, better balanced calls.  0 trees: not even one, and the
-        kept rows are counted from the roots at every level."""
+        large arrays cost a page fault per page), fewer where their copies and the partition's
+        scratch for one tree's rows (:meth:`rainforest.in_bag.InBagCopies.scratch_bytes`) do not
+        fit the room the kept rows leave in the first half of the budget (the second is the
+        AVC-groups').  What room is left widens the scratch up to the chunk's rows, so a level's
+        groups move in fewer, better balanced calls.  0 trees: not even one, and the kept rows
+        are counted from the roots at every level."""
         kept = self.kept
         threads = numba.get_num_threads()
         record = InBagCopies.record_bytes(kept.S.shape[1], kept.S.dtype, self.n_classes, len(kept.w) > 0)
         expected = kept.size * in_bag_fraction(self.spec.rate)
         in_bag = math.ceil(expected + 4 * math.sqrt(expected)) + 1  # 4 standard deviations' slack at least
-        per_tree, scratch = in_bag * record, in_bag * (record + 4)
+        per_tree = in_bag * record
         room = self.budget // 2 - (kept.S.nbytes + kept.y.nbytes + kept.w.nbytes)
-        trees = int(max(0, min(TREES_PER_THREAD * threads, (room - scratch) // per_tree)))
-        scratch_trees = int(max(1, min(trees, (room - trees * per_tree) // scratch)))
+        trees = int(max(0, min(TREES_PER_THREAD * threads,
+                               (room - InBagCopies.scratch_bytes(in_bag, record, threads)) // per_tree)))
+        scratch_trees = 1
+        while (scratch_trees < trees and InBagCopies.scratch_bytes((scratch_trees + 1) * in_bag, record, threads)
+               <= room - trees * per_tree):
+            scratch_trees += 1
         return trees, scratch_trees * in_bag
 
     def _finish_in_memory(self, roots: np.ndarray, together: int, scratch_rows: int) -> None:

@@ -69,6 +69,14 @@ class InBagCopies:
     def record_bytes(cls, width: int, slot_type, n_classes: int, weighted: bool) -> int:
         return 8 * cls.layout(width, slot_type, n_classes, weighted)[1]
 
+    @staticmethod
+    def scratch_bytes(rows: int, record: int, threads: int) -> int:
+        """The memory :func:`partition_spans` may touch to move ``rows`` rows in one call: the
+        shared scratch (a record and a branch per row) and the threads' own copies of the groups
+        they move whole, each at most a block (``TASK_ROWS``, or a ``TASKS_PER_THREAD``-th of a
+        thread's share of the call's rows) and all of them at most the call's rows."""
+        return (rows + min(rows, max(threads * TASK_ROWS, rows // TASKS_PER_THREAD))) * (record + 4)
+
     @classmethod
     def allocate(cls, n_trees: int, n_rows: int, scratch_rows: int, width: int, slot_type, n_classes: int,
                  weighted: bool) -> "InBagCopies":
