@@ -17,6 +17,9 @@ from .rows import RowBlock, descend, encode_rows
 from .schema import CATEGORICAL, Schema
 
 
+NO_ORDER = np.empty(0, np.int32)  # accumulate's rows are already grouped by node
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
 def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows):
     """Add each row's weight to ``counts[k, offsets[j] + S[i, attrs[j]], y[i]]`` for the counted
@@ -120,8 +123,8 @@ class AvcPass:
 
     ``routing`` holds the arrays of the tree so far that :func:`rainforest.rows.descend` routes
     with; ``node_pos`` maps a tree node to its index in the pass, or -1.
-    With ``keep`` (a flag per tree node) the rows reaching flagged nodes are kept too, into
-    ``keep_into`` (a :class:`rainforest.rows.KeptRows`; local sources only, like ``spill``).
+    With ``keep_into`` (a :class:`rainforest.rows.KeptRows`; local sources only, like ``spill``) the
+    rows reaching the nodes it has groups for are kept too.
     ``spill`` (RF-Write), when set, receives every counted block of rows.
     """
 
@@ -133,7 +136,6 @@ class AvcPass:
     class_weight: np.ndarray | None
     weighted: bool
     attrs: np.ndarray
-    keep: np.ndarray | None = None
     keep_into: object = None
     spill: object = None
 
@@ -154,12 +156,18 @@ class AvcPass:
         order, starts, ends = group_rows(self.node_pos[rows.node], self.n_nodes)  # node_pos is int32
         accumulate(rows.S, rows.y, rows.w, order, starts, ends, self.attrs, self.group_offsets(), state.counts,
                    self.weighted)
-        if self.keep is not None:
-            mask = self.keep[rows.node]
-            if mask.any():
-                self.keep_into.add(rows.take(mask))
+        if self.keep_into is not None:
+            self.keep_into.add(rows)
         if self.spill is not None:
             self.spill(rows)
+        return state
+
+    def count_kept(self, state: AvcState, kept) -> AvcState:
+        """Count the rows kept in memory (a :class:`rainforest.rows.KeptRows`, grouped by node) at their
+        nodes: each node's rows in sequence, with no routing and no index."""
+        starts, ends = kept.spans(self.node_pos, self.n_nodes)
+        accumulate(kept.S, kept.y, kept.w, NO_ORDER, starts, ends, self.attrs, self.group_offsets(), state.counts,
+                   self.weighted)
         return state
 
     def sql_aggregate(self, relation):

@@ -23,7 +23,7 @@ import numpy as np
 from .avc import AvcPass
 from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_nodes
 from .errors import BudgetError
-from .rows import MAX_KEPT_ROWS, KeptRows, descend, row_bytes, slot_dtype
+from .rows import KeptRows, class_dtype, row_bytes, slot_dtype
 from .schema import CATEGORICAL, Schema
 from .spill import Spill
 from .tree import KIND_NAMES, Tree
@@ -134,10 +134,9 @@ class _Supply:
     def count(self, task: AvcPass, label: str, from_memory: bool, nodes: list, level: int) -> tuple:
         """Run ``task`` over the rows of ``nodes``; returns its state and whether the data was read."""
         if from_memory:
-            rows = self.kept.block()
-            meter = PassMeter(f"level {level}, rows kept in memory, {label}", self.verbose, len(rows))
-            state = task.count(task.new_state(), rows)
-            meter(len(rows))
+            meter = PassMeter(f"level {level}, rows kept in memory, {label}", self.verbose, self.kept.size)
+            state = task.count_kept(task.new_state(), self.kept)
+            meter(self.kept.size)
             meter.done()
             return state, False
         if self.spill is not None and self.spill.generation >= 0:
@@ -216,7 +215,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
     # a data pass; their subtrees are then counted over those rows, costing no data pass.
     in_memory: set[int] = set()
     # Not from a distributed source: its passes return only AVC-groups, never rows.
-    memory_rows = min((budget_bytes // 4) // row_bytes(schema, weighted), MAX_KEPT_ROWS) \
+    memory_rows = (budget_bytes // 4) // row_bytes(schema, weighted) \
         if params.hybrid and local else 0
     while frontier:
         passes_this_level = 0
@@ -258,10 +257,9 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                     task = AvcPass(schema, routing, node_pos, len(index_of), n_channels, class_weight, weighted,
                                    attrs)
                     if pull and not from_memory:
-                        task.keep = np.zeros(len(nodes.feature), bool)
-                        task.keep[pull] = True
                         task.keep_into = supply.kept = KeptRows(
-                            sum(nodes.n_node_samples[n] for n in pull), n_attr, slot_dtype(schema), weighted)
+                            pull, [nodes.n_node_samples[n] for n in pull], len(nodes.feature), n_attr,
+                            slot_dtype(schema), class_dtype(n_classes), weighted)
                     if write and not from_memory:
                         if supply.spill is None:
                             supply.spill = Spill(params.spill_dir, n_attr)
@@ -280,7 +278,7 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                         avc_all = state.counts
                     else:  # the other part's rows are exact zeros here
                         avc_all += state.counts
-                    if task.keep is not None:
+                    if task.keep_into is not None:
                         stats.kept_rows = supply.kept.size
                         in_memory.update(pull)
                         pull = []
@@ -347,11 +345,9 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                     parent_avc[node] = full
         stats.passes_per_level.append(passes_this_level)
         if supply.kept is not None:  # move kept rows to the new frontier; drop those no node counts any more
-            rows = supply.kept.block()
-            descend(rows.S, rows.node, *nodes.slot_routing(n_slots))
             alive = np.zeros(len(nodes.feature), bool)
             alive[list(set(next_frontier).union(*(sibs for _, sibs in next_derived.values())))] = True
-            supply.kept.release(alive)
+            supply.kept.regroup(nodes.slot_routing(n_slots), np.asarray(nodes.n_children, np.int64), alive)
         frontier = next_frontier
         derived = next_derived
         level += 1

@@ -106,7 +106,7 @@ def _routing_children(task) -> np.ndarray:
 def avc_query(task, relation) -> AggregateQuery | None:
     """The aggregate query of an :class:`rainforest.avc.AvcPass`, or None when the pass must see
     the rows themselves (it keeps or spills them)."""
-    if task.keep is not None or task.spill is not None:
+    if task.keep_into is not None or task.spill is not None:
         return None
     d = dialect_of(relation.dialect)
     schema = task.schema

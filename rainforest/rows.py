@@ -33,13 +33,20 @@ def slot_dtype(schema: Schema) -> np.dtype:
     return np.dtype(np.uint64)  # pragma: no cover - more than 4 billion distinct values
 
 
+REGROUP_ROWS = 1 << 14  # rows of a thread's task (at least) when kept rows move down a level
+
+
+def class_dtype(n_classes: int) -> np.dtype:
+    """The narrowest unsigned type holding every class code."""
+    return np.dtype(np.uint8 if n_classes <= 256 else np.uint16 if n_classes <= 65536 else np.uint32)
+
+
 def row_bytes(schema: Schema, weighted: bool) -> int:
-    """Bytes of one row kept in memory: slots, class (4), node (4) and weight (8) when not all ones,
-    plus the scratch of counting them (each row's node in the pass and its place grouped by node, 4 each)."""
-    return len(schema.attributes) * slot_dtype(schema).itemsize + 8 + (8 if weighted else 0) + 8
-
-
-MAX_KEPT_ROWS = 2**31 - 1  # rows are numbered with int32 when counted
+    """Bytes of one row kept in memory (:class:`KeptRows`): slots, class code and weight (8, when not
+    all ones), twice, since :meth:`KeptRows.regroup` moves the rows from one buffer to another."""
+    one = (len(schema.attributes) * slot_dtype(schema).itemsize + class_dtype(len(schema.label.classes)).itemsize
+           + (8 if weighted else 0))
+    return 2 * one
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -157,50 +164,168 @@ def encode_rows(schema: Schema, batch: pa.RecordBatch, class_weight: np.ndarray 
 
 
 class KeptRows:
-    """Rows kept in memory by RF-Hybrid, in row order, filled into arrays sized in advance, so
-    keeping ``n`` rows never holds more than ``n`` rows."""
+    """Rows kept in memory by RF-Hybrid, grouped by the node they have reached, each group in row
+    order (like scikit-learn's sample index): group ``g`` (tree node ``nodes[g]``) is rows
+    ``starts[g]:ends[g]`` of ``S, y, w``.  A level then counts each node's rows in sequence
+    (:func:`rainforest.avc.accumulate` without an index) and :meth:`regroup` moves them into their
+    children's groups, so no row is routed from the root or looked up through an index again.
 
-    def __init__(self, capacity: int, n_attributes: int, dtype, weighted: bool):
-        self.rows = RowBlock(np.empty((capacity, n_attributes), dtype, order="F"), np.empty(capacity, np.int32),
-                             np.empty(capacity if weighted else 0), np.empty(capacity, np.int32))
-        self.size = 0
+    The groups are laid out when the rows are pulled, from the node row counts the counting found,
+    and filled by :meth:`add` as the pass streams its rows in row order; the arrays are sized in
+    advance, so keeping ``n`` rows never holds more than ``n`` rows (twice, once regrouping:
+    :func:`row_bytes`)."""
+
+    def __init__(self, nodes: list[int], rows_of: list[int], n_tree_nodes: int, n_attributes: int, dtype,
+                 class_type, weighted: bool):
+        capacity = int(sum(rows_of))
+        self.S = np.empty((capacity, n_attributes), dtype, order="F")
+        self.y = np.empty(capacity, class_type)
+        self.w = np.empty(capacity if weighted else 0)
+        order = np.argsort(nodes, kind="stable")
+        self.nodes = np.asarray(nodes, np.int64)[order]
+        self.starts = np.concatenate([[0], np.cumsum(np.asarray(rows_of, np.int64)[order])[:-1]])
+        self.limits = self.starts + np.asarray(rows_of, np.int64)[order]
+        self.ends = self.starts.copy()  # filled up to here
+        self.group_of = np.full(n_tree_nodes, -1, np.int64)
+        self.group_of[self.nodes] = np.arange(len(self.nodes))
+        self.spare = None  # the second buffer :meth:`regroup` moves rows into
+
+    @property
+    def size(self) -> int:
+        return int((self.ends - self.starts).sum())
 
     def add(self, block: RowBlock) -> None:
-        n = len(block)
-        if self.size + n > len(self.rows):  # the profile's row counts were exact, so this is a bug
-            raise RuntimeError("more rows reached the kept nodes than the profile counted")
-        sl = slice(self.size, self.size + n)
-        self.rows.S[sl] = block.S
-        self.rows.y[sl] = block.y
-        self.rows.node[sl] = block.node
-        if len(block.w):
-            self.rows.w[sl] = block.w
-        self.size += n
+        """Keep the rows of ``block`` (at their frontier nodes) whose node has a group."""
+        if len(self.nodes) == 1 and (block.node == self.nodes[0]).all():  # the root's rows: copied as columns
+            v, n = int(self.ends[0]), len(block)
+            if v + n > self.limits[0]:
+                raise RuntimeError("more rows reached the kept nodes than the counting found")
+            self.S[v:v + n] = block.S
+            self.y[v:v + n] = block.y
+            if len(self.w):
+                self.w[v:v + n] = block.w
+            self.ends[0] = v + n
+        elif not _keep_rows(block.S, block.y, block.w, block.node, self.group_of, self.limits, self.ends,
+                          self.S, self.y, self.w):  # the counts were exact, so this is a bug
+            raise RuntimeError("more rows reached the kept nodes than the counting found")
 
-    def block(self) -> RowBlock:
-        r, n = self.rows, self.size
-        return RowBlock(r.S[:n], r.y[:n], r.w[:n] if len(r.w) else r.w, r.node[:n])
+    def spans(self, node_pos: np.ndarray, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+        """``starts, ends`` of the rows of each counted node (``node_pos``: tree node -> index, or -1)."""
+        starts, ends = np.zeros(n_nodes, np.int64), np.zeros(n_nodes, np.int64)
+        at = node_pos[self.nodes]
+        mine = at >= 0
+        starts[at[mine]], ends[at[mine]] = self.starts[mine], self.ends[mine]
+        return starts, ends
 
-    def release(self, alive: np.ndarray) -> None:
-        """Forget the rows whose node is not flagged in ``alive``: compacted away in place, keeping
-        row order, once they are at least half of the rows (until then they are skipped cheaply)."""
-        r = self.rows
-        if 2 * int(np.count_nonzero(alive[r.node[:self.size]])) <= self.size:
-            self.size = _compact(r.S, r.y, r.w, r.node, alive, self.size)
+    def regroup(self, routing: tuple, n_children: np.ndarray, alive: np.ndarray) -> None:
+        """Move every row one step down the tree (``routing``: :func:`descend`'s arrays; ``n_children``
+        per node) into its child's group, in row order; rows of nodes not flagged in ``alive`` are dropped."""
+        nodes = np.flatnonzero(alive)  # the new groups, in node order: children follow their parents
+        new_group = np.full(len(alive), -1, np.int64)
+        new_group[nodes] = np.arange(len(nodes))
+        if len(nodes) == 0:  # the last level: every row has reached a leaf
+            self.nodes, self.starts, self.ends = nodes, np.zeros(0, np.int64), np.zeros(0, np.int64)
+            self.limits, self.group_of = self.ends, new_group
+            return
+        if self.spare is None:
+            self.spare = (np.empty_like(self.S, order="F"), np.empty_like(self.y), np.empty_like(self.w))
+        S2, y2, w2 = self.spare
+        starts, ends = np.zeros(len(nodes), np.int64), np.zeros(len(nodes), np.int64)
+        block = max(REGROUP_ROWS, -(-self.size // (4 * numba.get_num_threads())))  # 4 tasks a thread, or more
+        _regroup_rows(self.S, self.y, self.w, self.starts, self.ends, self.nodes, n_children, new_group, block, S2, y2, w2,
+                      starts, ends, *routing)
+        self.spare = (self.S, self.y, self.w)
+        self.S, self.y, self.w = S2, y2, w2
+        self.nodes, self.starts, self.ends, self.limits = nodes, starts, ends, ends
+        self.group_of = new_group
 
 
 @numba.njit(cache=True, nogil=True)
-def _compact(S, y, w, node, alive, n):
-    m = 0
+def _keep_rows(S, y, w, node, group_of, limits, ends, S_out, y_out, w_out):
+    """Append each row whose node has a group to it (rows arrive in row order, so groups stay in it);
+    False when a group would overflow."""
+    weighted = w_out.shape[0] > 0
+    for i in range(node.shape[0]):
+        g = group_of[node[i]]
+        if g < 0:
+            continue
+        v = ends[g]
+        if v >= limits[g]:
+            return False
+        for a in range(S.shape[1]):
+            S_out[v, a] = S[i, a]
+        y_out[v] = y[i]
+        if weighted:
+            w_out[v] = w[i]
+        ends[g] = v + 1
+    return True
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _regroup_rows(S, y, w, starts, ends, group_node, n_children, new_group, block, S2, y2, w2, new_starts,
+                  new_ends, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots):
+    """:meth:`KeptRows.regroup`'s stable partition.  Each group is cut into blocks of ``block`` rows
+    that threads take in turn: a block routes its rows one step (:func:`step`) and counts them per
+    branch; prefix sums, group by group, branch by branch and block by block, give each block where
+    its rows of each branch go; the blocks then route their rows again and copy them there.  Every
+    child's group is its rows in row order, whatever the number of threads."""
+    n_groups = starts.shape[0]
+    first_task = np.zeros(n_groups + 1, np.int64)
+    first_cell = np.zeros(n_groups + 1, np.int64)  # cells: (task, branch) counts, then destinations
+    for g in range(n_groups):
+        tasks = max(1, -(-(ends[g] - starts[g]) // block))
+        width = max(1, n_children[group_node[g]])
+        first_task[g + 1] = first_task[g] + tasks
+        first_cell[g + 1] = first_cell[g] + tasks * width
+    n_tasks = first_task[n_groups]
+    task_group = np.empty(n_tasks, np.int64)
+    for g in range(n_groups):
+        task_group[first_task[g]:first_task[g + 1]] = g
+    cells = np.zeros(first_cell[n_groups], np.int64)
+    for task in numba.prange(n_tasks):
+        g = task_group[task]
+        k = group_node[g]
+        width = (first_cell[g + 1] - first_cell[g]) // (first_task[g + 1] - first_task[g])
+        mine = cells[first_cell[g] + (task - first_task[g]) * width:]
+        lo = starts[g] + (task - first_task[g]) * block
+        for i in range(lo, min(ends[g], lo + block)):
+            b = 0 if first_child[k] < 0 else step(S, i, k, feature, first_child, slot_branch, branch_offset,
+                                                  slot_cut, missing_branch, n_slots) - first_child[k]
+            mine[b] += 1
+    v = 0
+    for g in range(n_groups):
+        k = group_node[g]
+        n_tasks_g = first_task[g + 1] - first_task[g]
+        width = (first_cell[g + 1] - first_cell[g]) // n_tasks_g
+        for b in range(width):
+            child = k if first_child[k] < 0 else first_child[k] + b
+            p = new_group[child]
+            if p >= 0:
+                new_starts[p] = v
+            for t in range(n_tasks_g):
+                c = first_cell[g] + t * width + b
+                rows_b = cells[c]
+                cells[c] = v if p >= 0 else -1
+                if p >= 0:
+                    v += rows_b
+            if p >= 0:
+                new_ends[p] = v
     weighted = w.shape[0] > 0
-    for i in range(n):
-        if alive[node[i]]:
-            if m != i:
-                for j in range(S.shape[1]):
-                    S[m, j] = S[i, j]
-                y[m] = y[i]
-                node[m] = node[i]
-                if weighted:
-                    w[m] = w[i]
-            m += 1
-    return m
+    for task in numba.prange(n_tasks):
+        g = task_group[task]
+        k = group_node[g]
+        width = (first_cell[g + 1] - first_cell[g]) // (first_task[g + 1] - first_task[g])
+        mine = cells[first_cell[g] + (task - first_task[g]) * width:]
+        lo = starts[g] + (task - first_task[g]) * block
+        for i in range(lo, min(ends[g], lo + block)):
+            b = 0 if first_child[k] < 0 else step(S, i, k, feature, first_child, slot_branch, branch_offset,
+                                                  slot_cut, missing_branch, n_slots) - first_child[k]
+            d = mine[b]
+            if d < 0:
+                continue
+            mine[b] = d + 1
+            for a in range(S.shape[1]):
+                S2[d, a] = S[i, a]
+            y2[d] = y[i]
+            if weighted:
+                w2[d] = w[i]

@@ -1,9 +1,13 @@
 """RF-Read, RF-Vertical, RF-Write and RF-Hybrid: the same tree, fewer passes, no spill left behind."""
 import os
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from rainforest import DecisionTreeClassifier
+from rainforest import rows as rows_module
 from rainforest import spill as spill_module
 from rainforest.datasets import agrawal_table
 from rainforest.grow import PassMeter
@@ -16,7 +20,7 @@ def table():
 
 # Budgets that make each algorithm do its own thing on 20,000 rows (9 attributes):
 # binned, one node's AVC-group takes 6.2 KB; exact, 1.2 MB (salary, hvalue and loan are continuous).
-# Half of the budget holds AVC-groups, a quarter rows kept in memory (17 bytes each, encoded).
+# Half of the budget holds AVC-groups, a quarter rows kept in memory (encoded: 10 bytes each, twice).
 CASES = {
     "binned": dict(max_bins=64, max_depth=9, roomy="64MB", vertical="8KB", tight="200KB", hybrid="2MB"),
     "exact": dict(max_bins=None, max_depth=6, roomy="64MB", vertical="1200KB", tight="1200KB", hybrid="3MB"),
@@ -54,6 +58,38 @@ def test_every_algorithm_builds_the_identical_tree(table, tmp_path, mode):
     assert max(tight_read.n_passes_per_level_) > 1 and max(write.n_passes_per_level_) == 1
     assert write.n_passes_ < tight_read.n_passes_
     assert os.listdir(tmp_path) == []  # every spill folder removed after its fit
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_rows_kept_grouped_by_node_move_down_in_blocks_to_the_read_tree(datasets, monkeypatch, n_jobs):
+    """RF-Hybrid keeps rows grouped by node and moves them a level down by blocks of rows that
+    threads share.  With 50-row blocks (nearly every group is cut), multiway categorical splits,
+    nulls, sample and class weights and a pull below the root (several groups at once), the tree
+    is RF-Read's."""
+    monkeypatch.setattr(rows_module, "REGROUP_ROWS", 50)
+    seen = []
+    regroup = rows_module.KeptRows.regroup
+
+    def spy(self, routing, n_children, alive):
+        seen.append((len(self.nodes), int(np.max(self.ends - self.starts, initial=0))))
+        return regroup(self, routing, n_children, alive)
+
+    monkeypatch.setattr(rows_module.KeptRows, "regroup", spy)
+    params = dict(max_depth=8, max_bins=32, categorical_split="multiway", class_weight="balanced", n_jobs=n_jobs)
+    data = pq.read_table(datasets("adult_train"))
+    data = data.append_column("w", pa.array(np.random.default_rng(0).uniform(0.5, 2.0, data.num_rows)))
+    fit = dict(target="class", sample_weight="w")  # weights of many values: sums depend on their order
+    read = DecisionTreeClassifier(algorithm="read", **params).fit(data, **fit)
+    assert not seen
+    root = DecisionTreeClassifier(algorithm="hybrid", **params).fit(data, **fit)
+    assert root.grow_stats_.kept_rows == 32_561 and root.n_passes_ == 2
+    assert root.tree_.to_json() == read.tree_.to_json()
+    assert seen[0] == (1, 32_561)  # the root's rows, cut into blocks
+    seen.clear()
+    deep = DecisionTreeClassifier(algorithm="hybrid", memory_budget="4MB", **params).fit(data, **fit)
+    assert 0 < deep.grow_stats_.kept_rows < 32_561 and 2 < deep.n_passes_ < read.n_passes_
+    assert deep.tree_.to_json() == read.tree_.to_json()
+    assert seen[0][0] > 1 and seen[0][1] > 50  # pulled below the root: several groups, cut into blocks
 
 
 def test_read_takes_one_pass_per_level_when_the_budget_holds_a_level(table):
