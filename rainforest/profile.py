@@ -46,6 +46,9 @@ class Profile:
     columns: dict = field(default_factory=dict)
     sample_hash: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
     sample: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))  # rows x numeric columns
+    # rows that may enter the sample, not merged into it yet: (hashes, rows) blocks
+    pending: list = field(default_factory=list)
+    n_pending: int = 0
     # a pushed-down profile's quantile bin edges per numeric column (found in the database)
     sample_edges: dict | None = None
 
@@ -97,14 +100,14 @@ class ProfileTask:
                         cp.nonmissing += c
                 continue
             x = numeric_values(col)
-            inf = np.isinf(x)
-            if inf.any():
-                raise DataError(f"column {name!r} of {self.where} holds {x[inf][0]} at row "
-                                f"{first_row + int(np.argmax(inf))}; infinite values cannot be split on "
+            present, inf = _present_values(x)
+            if inf >= 0:
+                raise DataError(f"column {name!r} of {self.where} holds {x[inf]} at row "
+                                f"{first_row + inf}; infinite values cannot be split on "
                                 f"(use null or NaN for missing values)")
-            ok = x[~np.isnan(x)]
-            cp.nonmissing += len(ok)
+            cp.nonmissing += present
             if cp.distinct is not None:
+                ok = x if present == n else x[~np.isnan(x)]
                 if self.exact:
                     cp.pending.append(np.unique(ok))
                     if sum(len(u) for u in cp.pending) > max(len(cp.distinct), 1 << 16):
@@ -127,18 +130,34 @@ class ProfileTask:
         return arr
 
     def _update_label(self, p: Profile, col) -> None:
-        vc = pc.value_counts(self.check_label(col))
+        arr = self.check_label(col)
+        if pa.types.is_integer(arr.type) and len(arr):  # counted by value (fast), as value_counts would
+            codes = arr.to_numpy()
+            lo, hi = _value_range(codes)
+            if hi - lo <= 1 << 16 and -(1 << 62) < int(lo) and int(hi) < 1 << 62:
+                counts = np.bincount(codes.astype(np.int64) - int(lo))
+                for k in np.flatnonzero(counts):
+                    v = int(lo) + int(k)
+                    p.label_counts[v] = p.label_counts.get(v, 0) + int(counts[k])
+                return
+        vc = pc.value_counts(arr)
         for v, c in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
             p.label_counts[v] = p.label_counts.get(v, 0) + c
 
     def _update_sample(self, p: Profile, block: np.ndarray, h: np.ndarray) -> None:
-        """Add rows (with their hashes ``h``) that may be among the ``sample_rows`` smallest hashes."""
-        p.sample_hash = np.concatenate([p.sample_hash, h])
-        p.sample = np.concatenate([p.sample, block]) if len(p.sample) else block.copy()
-        if len(p.sample_hash) > 2 * self.sample_rows:
+        """Add rows (with their hashes ``h``) that may be among the ``sample_rows`` smallest hashes;
+        they wait in ``pending`` until they would double the sample (one merge, not one per batch)."""
+        p.pending.append((h, block))
+        p.n_pending += len(h)
+        if len(p.sample_hash) + p.n_pending > 2 * self.sample_rows:
             self._prune(p)
 
     def _prune(self, p: Profile) -> None:
+        if p.pending:
+            hashes, blocks = zip(*p.pending)
+            p.sample_hash = np.concatenate([p.sample_hash, *hashes])
+            p.sample = np.concatenate([p.sample, *blocks]) if len(p.sample) else np.concatenate(blocks)
+            p.pending, p.n_pending = [], 0
         if len(p.sample_hash) > self.sample_rows:
             keep = np.argpartition(p.sample_hash, self.sample_rows)[:self.sample_rows]
             keep.sort()
@@ -165,7 +184,9 @@ class ProfileTask:
                 ca.distinct_values()
                 if not self.exact and len(ca.distinct) > self.max_bins:
                     ca.distinct = None
+        self._prune(b)
         if len(b.sample_hash):
+            self._prune(a)
             a.sample_hash = np.concatenate([a.sample_hash, b.sample_hash])
             a.sample = np.concatenate([a.sample, b.sample]) if len(a.sample) else b.sample
             self._prune(a)
@@ -205,6 +226,24 @@ class ProfileTask:
 
 
 @numba.njit(cache=True, nogil=True)
+def _present_values(x):
+    """How many values of ``x`` are not NaN, and the index of its first infinite value (-1: none):
+    one read of the column, no temporary arrays."""
+    nan = 0
+    nan_or_inf = 0  # v - v is NaN for both; branch-free sums, so the loop vectorizes
+    for i in range(x.shape[0]):
+        v = x[i]
+        nan += v != v
+        d = v - v
+        nan_or_inf += d != d
+    if nan_or_inf > nan:
+        for i in range(x.shape[0]):
+            if x[i] == x[i] and x[i] - x[i] != 0.0:
+                return x.shape[0] - nan, i
+    return x.shape[0] - nan, -1
+
+
+@numba.njit(cache=True, nogil=True)
 def _few_distinct(known, values, limit):
     """Sorted distinct values of ``known`` and ``values``, or an empty array with flag False past ``limit``."""
     buf = np.empty(limit + 1)
@@ -223,13 +262,30 @@ def _few_distinct(known, values, limit):
 
 
 def _integer_distinct(values: np.ndarray, typ: pa.DataType) -> np.ndarray:
-    """The distinct values of an integer column by counting (fast), else the values unchanged."""
+    """The distinct values of an integer column by marking them (fast), else the values unchanged."""
     if not pa.types.is_integer(typ) or len(values) == 0:
         return values
-    lo, hi = values.min(), values.max()
+    lo, hi = _value_range(values)
     if hi - lo > 1 << 20:
         return values
-    return np.flatnonzero(np.bincount((values - lo).astype(np.int64))) + lo
+    return np.flatnonzero(_marked(values, lo, int(hi - lo) + 1)) + lo
+
+
+@numba.njit(cache=True, nogil=True)
+def _value_range(values):
+    lo = hi = values[0]
+    for v in values:
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return lo, hi
+
+
+@numba.njit(cache=True, nogil=True)
+def _marked(values, lo, n):
+    seen = np.zeros(n, np.bool_)
+    for v in values:
+        seen[int(v - lo)] = True
+    return seen
 
 
 def few_distinct(known: np.ndarray, values: np.ndarray, limit: int) -> np.ndarray | None:

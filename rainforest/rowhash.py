@@ -10,6 +10,7 @@ DuckDB or PostgreSQL choose the very rows the Parquet source chooses.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 M32 = 0xFFFFFFFF
@@ -41,9 +42,28 @@ def row_hash(rows: np.ndarray, seed: int) -> np.ndarray:
     values below 2**63; ``seed`` (its low 32 bits) picks one of many independent hashes."""
     r = np.asarray(rows).astype(np.int64)
     s1, s2 = _seeds(seed)
-    a = _mix32(_mix32((r & M32) ^ s1) ^ s2)
-    b = _mix32((r >> 32) ^ a)
-    return (((b & 0x7FFFFFFF) << 32) | a).astype(np.uint64)
+    out = np.empty(r.shape, np.uint64)
+    _row_hashes(r.reshape(-1), s1, s2, out.reshape(-1))
+    return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mix32_one(x):
+    x = x ^ (x >> 16)
+    x = (x * _C1) & M32
+    x = x ^ (x >> 15)
+    x = (x * _C2) & M32
+    return x ^ (x >> 15)
+
+
+@numba.njit(cache=True, nogil=True)
+def _row_hashes(r, s1, s2, out):
+    """:func:`row_hash`'s arithmetic (that of :func:`_mix32`, in signed 64-bit integers), one row at
+    a time: no temporary arrays."""
+    for i in range(r.shape[0]):
+        a = _mix32_one(_mix32_one((r[i] & M32) ^ s1) ^ s2)
+        b = _mix32_one((r[i] >> 32) ^ a)
+        out[i] = np.uint64(((b & 0x7FFFFFFF) << 32) | a)
 
 
 def _mix32_sql(x: str, xor) -> str:
