@@ -43,10 +43,11 @@ def class_dtype(n_classes: int) -> np.dtype:
 
 def row_bytes(schema: Schema, weighted: bool) -> int:
     """Bytes of one row kept in memory (:class:`KeptRows`): slots, class code and weight (8, when not
-    all ones), twice, since :meth:`KeptRows.regroup` moves the rows from one buffer to another."""
-    one = (len(schema.attributes) * slot_dtype(schema).itemsize + class_dtype(len(schema.label.classes)).itemsize
-           + (8 if weighted else 0))
-    return 2 * one
+    all ones), twice, since :meth:`KeptRows.regroup` moves the rows from one buffer to another, and
+    the branch it routes the row to (a slot's width)."""
+    slot = slot_dtype(schema).itemsize
+    one = len(schema.attributes) * slot + class_dtype(len(schema.label.classes)).itemsize + (8 if weighted else 0)
+    return 2 * one + slot
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -229,11 +230,12 @@ class KeptRows:
             return
         if self.spare is None:
             self.spare = (np.empty_like(self.S, order="F"), np.empty_like(self.y), np.empty_like(self.w))
+            self.branch = np.empty(len(self.y), self.S.dtype)  # a branch index is at most a slot index
         S2, y2, w2 = self.spare
         starts, ends = np.zeros(len(nodes), np.int64), np.zeros(len(nodes), np.int64)
         block = max(REGROUP_ROWS, -(-self.size // (4 * numba.get_num_threads())))  # 4 tasks a thread, or more
-        _regroup_rows(self.S, self.y, self.w, self.starts, self.ends, self.nodes, n_children, new_group, block, S2, y2, w2,
-                      starts, ends, *routing)
+        _regroup_rows(self.S, self.y, self.w, self.starts, self.ends, self.nodes, n_children, new_group, block,
+                      self.branch, S2, y2, w2, starts, ends, *routing)
         self.spare = (self.S, self.y, self.w)
         self.S, self.y, self.w = S2, y2, w2
         self.nodes, self.starts, self.ends, self.limits = nodes, starts, ends, ends
@@ -262,12 +264,13 @@ def _keep_rows(S, y, w, node, group_of, limits, ends, S_out, y_out, w_out):
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def _regroup_rows(S, y, w, starts, ends, group_node, n_children, new_group, block, S2, y2, w2, new_starts,
+def _regroup_rows(S, y, w, starts, ends, group_node, n_children, new_group, block, branch, S2, y2, w2, new_starts,
                   new_ends, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots):
     """:meth:`KeptRows.regroup`'s stable partition.  Each group is cut into blocks of ``block`` rows
-    that threads take in turn: a block routes its rows one step (:func:`step`) and counts them per
-    branch; prefix sums, group by group, branch by branch and block by block, give each block where
-    its rows of each branch go; the blocks then route their rows again and copy them there.  Every
+    that threads take in turn: a block routes its rows one step (:func:`step`), noting each row's
+    branch in ``branch``, and counts them per branch; prefix sums, group by group, branch by branch
+    and block by block, give each block where its rows of each branch go; the blocks then copy
+    their rows there.  Every
     child's group is its rows in row order, whatever the number of threads."""
     n_groups = starts.shape[0]
     first_task = np.zeros(n_groups + 1, np.int64)
@@ -291,6 +294,7 @@ def _regroup_rows(S, y, w, starts, ends, group_node, n_children, new_group, bloc
         for i in range(lo, min(ends[g], lo + block)):
             b = 0 if first_child[k] < 0 else step(S, i, k, feature, first_child, slot_branch, branch_offset,
                                                   slot_cut, missing_branch, n_slots) - first_child[k]
+            branch[i] = b
             mine[b] += 1
     v = 0
     for g in range(n_groups):
@@ -313,17 +317,14 @@ def _regroup_rows(S, y, w, starts, ends, group_node, n_children, new_group, bloc
     weighted = w.shape[0] > 0
     for task in numba.prange(n_tasks):
         g = task_group[task]
-        k = group_node[g]
         width = (first_cell[g + 1] - first_cell[g]) // (first_task[g + 1] - first_task[g])
         mine = cells[first_cell[g] + (task - first_task[g]) * width:]
         lo = starts[g] + (task - first_task[g]) * block
         for i in range(lo, min(ends[g], lo + block)):
-            b = 0 if first_child[k] < 0 else step(S, i, k, feature, first_child, slot_branch, branch_offset,
-                                                  slot_cut, missing_branch, n_slots) - first_child[k]
-            d = mine[b]
+            d = mine[branch[i]]
             if d < 0:
                 continue
-            mine[b] = d + 1
+            mine[branch[i]] = d + 1
             for a in range(S.shape[1]):
                 S2[d, a] = S[i, a]
             y2[d] = y[i]
