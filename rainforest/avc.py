@@ -152,8 +152,13 @@ class AvcPass:
 
     def count(self, state: AvcState, rows: RowBlock) -> AvcState:
         """Count encoded rows (from a data pass, memory or the spill folder) at their frontier nodes."""
-        descend(rows.S, rows.node, *self.routing)
-        order, starts, ends = group_rows(self.node_pos[rows.node], self.n_nodes)  # node_pos is int32
+        if len(self.node_pos) == 1:  # the tree is its root: every row is there, in row order
+            order, starts, ends = NO_ORDER, np.zeros(self.n_nodes, np.int64), np.zeros(self.n_nodes, np.int64)
+            if self.node_pos[0] >= 0:
+                ends[self.node_pos[0]] = len(rows)
+        else:
+            descend(rows.S, rows.node, *self.routing)
+            order, starts, ends = group_rows(self.node_pos[rows.node], self.n_nodes)  # node_pos is int32
         accumulate(rows.S, rows.y, rows.w, order, starts, ends, self.attrs, self.group_offsets(), state.counts,
                    self.weighted)
         if self.keep_into is not None:

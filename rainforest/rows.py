@@ -226,7 +226,7 @@ class KeptRows:
         new_group[nodes] = np.arange(len(nodes))
         if len(nodes) == 0:  # the last level: every row has reached a leaf
             self.nodes, self.starts, self.ends = nodes, np.zeros(0, np.int64), np.zeros(0, np.int64)
-            self.limits, self.group_of = self.ends, new_group
+            self.limits, self.group_of = np.zeros(0, np.int64), new_group
             return
         if self.spare is None:
             self.spare = (np.empty_like(self.S, order="F"), np.empty_like(self.y), np.empty_like(self.w))
@@ -238,7 +238,7 @@ class KeptRows:
                       self.branch, S2, y2, w2, starts, ends, *routing)
         self.spare = (self.S, self.y, self.w)
         self.S, self.y, self.w = S2, y2, w2
-        self.nodes, self.starts, self.ends, self.limits = nodes, starts, ends, ends
+        self.nodes, self.starts, self.ends, self.limits = nodes, starts, ends, ends.copy()
         self.group_of = new_group
 
 

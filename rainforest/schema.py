@@ -54,6 +54,20 @@ def numeric_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return arr.to_numpy(zero_copy_only=False)
 
 
+def _copy_plain_numbers(arr, out: np.ndarray) -> bool:
+    """Copy a null-free integer or floating column into ``out`` as float64, converting in the same
+    copy (no intermediate array); False, copying nothing, for any other column."""
+    if isinstance(arr, pa.ChunkedArray):
+        if arr.num_chunks != 1:
+            return False
+        arr = arr.chunk(0)
+    typ = arr.type
+    if arr.null_count or not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+        return False
+    np.copyto(out, arr.to_numpy(zero_copy_only=True), casting="unsafe")
+    return True
+
+
 def category_values(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     """A categorical column as a plain (non-dictionary) Arrow array."""
     if isinstance(arr, pa.ChunkedArray):
@@ -165,7 +179,10 @@ class Schema:
         out = np.empty((n, len(self.attributes)), dtype=np.float64, order="F")  # kernels walk columns
         for j, a in enumerate(self.attributes):
             col = batch.column(a.name)
-            out[:, j] = a.category_codes(col) if a.kind == CATEGORICAL else numeric_values(col)
+            if a.kind == CATEGORICAL:
+                out[:, j] = a.category_codes(col)
+            elif not _copy_plain_numbers(col, out[:, j]):
+                out[:, j] = numeric_values(col)
         return out
 
 
