@@ -42,12 +42,15 @@ def class_dtype(n_classes: int) -> np.dtype:
 
 
 def row_bytes(schema: Schema, weighted: bool) -> int:
-    """Bytes of one row kept in memory (:class:`KeptRows`): slots, class code and weight (8, when not
-    all ones), twice, since :meth:`KeptRows.regroup` moves the rows from one buffer to another, and
-    the branch it routes the row to (a slot's width)."""
+    """Bytes of one row kept in memory (:class:`KeptRows`): slots, class code, weight (8, when not all
+    ones) and the branch :meth:`KeptRows.regroup` routes it to (a slot's width).
+
+    ``regroup`` moves the rows into a second buffer of the same size: that one lives in the quarter
+    of the budget that a data pass's batches use, since kept rows are regrouped only between
+    passes, never while a batch is in flight."""
     slot = slot_dtype(schema).itemsize
-    one = len(schema.attributes) * slot + class_dtype(len(schema.label.classes)).itemsize + (8 if weighted else 0)
-    return 2 * one + slot
+    return len(schema.attributes) * slot + class_dtype(len(schema.label.classes)).itemsize + (8 if weighted else 0) \
+        + slot
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -174,7 +177,7 @@ class KeptRows:
     The groups are laid out when the rows are pulled, from the node row counts the counting found,
     and filled by :meth:`add` as the pass streams its rows in row order; the arrays are sized in
     advance, so keeping ``n`` rows never holds more than ``n`` rows (twice, once regrouping:
-    :func:`row_bytes`)."""
+    see :func:`row_bytes`)."""
 
     def __init__(self, nodes: list[int], rows_of: list[int], n_tree_nodes: int, n_attributes: int, dtype,
                  class_type, weighted: bool):

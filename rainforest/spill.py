@@ -54,7 +54,8 @@ class Spill:
             for p in np.unique(part):
                 if p < 0:
                     continue
-                batch = rows.take(part == p).to_arrow()
+                mine = part == p
+                batch = (rows if mine.all() else rows.take(mine)).to_arrow()  # one partition: no copy
                 w = self._writers.get(int(p))
                 if w is None:
                     w = pq.ParquetWriter(self._file(self.generation + 1, int(p)), batch.schema, compression="lz4")
