@@ -151,7 +151,7 @@ class AvcPass:
         return self.count(state, encode_rows(self.schema, batch, self.class_weight, self.weighted))
 
     def count(self, state: AvcState, rows: RowBlock) -> AvcState:
-        """Count encoded rows (from a data pass, memory or the spill folder) at their frontier nodes."""
+        """Count encoded rows (from a data pass or the spill folder) at their frontier nodes."""
         if len(self.node_pos) == 1:  # the tree is its root: every row is there, in row order
             order, starts, ends = NO_ORDER, np.zeros(self.n_nodes, np.int64), np.zeros(self.n_nodes, np.int64)
             if self.node_pos[0] >= 0:

@@ -102,9 +102,7 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         time instead (high-cardinality numerics in exact mode).
         ``"write"`` (RF-Write, with RF-Vertical) also writes, when a level
         needs several reads, its rows partitioned by node to a temporary
-        spill folder, and later reads take only their partitions; so does
-        the first read of rows that do not fit in memory when at least two
-        later levels read them again (those levels then read no data).
+        spill folder, and later reads take only their partitions.
         ``"hybrid"`` (RF-Hybrid, with both) also keeps, during a pass, the
         encoded rows of nodes whose families fit a quarter of
         ``memory_budget``, and grows their subtrees in memory: a level whose

@@ -8,10 +8,12 @@ binned mode, so rows kept in memory (RF-Hybrid) or written to the spill
 folder (RF-Write) cost a fraction of their decoded size, and every later
 level routes and counts them without decoding or searching cuts again.
 
-One set of kernels serves every row supply (a data pass, rows kept in
-memory, spill partitions): :func:`descend` moves rows to the frontier and
-:func:`rainforest.avc.accumulate` counts them.  :func:`step` is the routing step itself, which
-the random forest's counting kernel (:mod:`rainforest.forest`) shares.
+:func:`rainforest.avc.accumulate` counts rows from every supply.  Rows of a data pass or a
+spill partition are moved to the frontier by :func:`descend` and grouped by node through an
+index; rows kept in memory (:class:`KeptRows`) stay grouped by node and move down a level at a
+time (:meth:`KeptRows.regroup`), so they are counted in sequence.  :func:`step` is the routing
+step itself, which the random forest's kernels (:mod:`rainforest.forest`,
+:mod:`rainforest.in_bag`) share.
 """
 from __future__ import annotations
 

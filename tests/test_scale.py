@@ -87,9 +87,7 @@ def test_rows_kept_grouped_by_node_move_down_in_blocks_to_the_read_tree(datasets
     assert seen[0] == (1, 32_561)  # the root's rows, cut into blocks
     seen.clear()
     deep = DecisionTreeClassifier(algorithm="hybrid", memory_budget="2MB", **params).fit(data, **fit)
-    # the first growth pass spills the rows, later levels read them back, and a level pulls them
-    assert 0 < deep.grow_stats_.kept_rows < 32_561 and deep.grow_stats_.spill_reads > 0
-    assert deep.n_passes_ == 2 < read.n_passes_
+    assert 0 < deep.grow_stats_.kept_rows < 32_561 and 2 < deep.n_passes_ < read.n_passes_
     assert deep.tree_.to_json() == read.tree_.to_json()
     assert seen[0][0] > 1 and seen[0][1] > 50  # pulled below the root: several groups, cut into blocks
 
@@ -102,18 +100,15 @@ def test_read_takes_one_pass_per_level_when_the_budget_holds_a_level(table):
 
 
 def test_hybrid_takes_strictly_fewer_passes_when_deep_nodes_fit(table):
-    # a quarter of 600 KB holds about 13,900 of the 20,000 encoded rows: the first growth pass
-    # spills the rows (they do not fit, and later levels read them again), later levels read the
-    # spill, and once every node still growing fits, its rows are pulled into memory and later
-    # levels read nothing
-    params = dict(max_bins=64, max_depth=12, memory_budget="600KB")
+    # a quarter of 400 KB holds about 9,300 of the 20,000 encoded rows: once every node still
+    # growing fits, its rows are pulled into memory and later levels cost no pass (before that,
+    # levels needing several reads spill)
+    params = dict(max_bins=64, max_depth=12, memory_budget="400KB")
     read = DecisionTreeClassifier(algorithm="read", **params).fit(table, target="class")
-    write = DecisionTreeClassifier(algorithm="write", **params).fit(table, target="class")
     hybrid = DecisionTreeClassifier(algorithm="hybrid", **params).fit(table, target="class")
-    assert hybrid.tree_.to_json() == read.tree_.to_json() == write.tree_.to_json()
-    assert 0 < hybrid.grow_stats_.kept_rows < 20_000 and write.grow_stats_.kept_rows == 0
-    assert hybrid.n_passes_ == write.n_passes_ == 2 < read.n_passes_
-    assert 0 < hybrid.grow_stats_.spill_reads < write.grow_stats_.spill_reads
+    assert hybrid.tree_.to_json() == read.tree_.to_json()
+    assert 0 < hybrid.grow_stats_.kept_rows < 20_000 and hybrid.grow_stats_.spill_reads > 0
+    assert 2 < hybrid.n_passes_ < read.n_passes_
     assert hybrid.n_passes_per_level_[-1] == 0
 
 
