@@ -10,9 +10,9 @@ every pass, batch size, backend and machine sees the same bootstrap, and a SQL e
 draw it too (:func:`multiplicity_sql`).
 
 * :func:`bootstrap_counts` is the reference, in numpy, for any row identities;
-* :func:`hash_row` and :func:`multiplicity` are the same computation for Numba kernels
-  (the forest's counting and out-of-bag kernels), compiled from :mod:`rainforest.rowhash`'s
-  own mixing function, so the two cannot drift apart;
+* :func:`rainforest.rowhash.hash_row` (the compiled loop of ``row_hash`` itself) and
+  :func:`multiplicity` are the same computation for Numba kernels (the forest's counting and
+  out-of-bag kernels), so the two cannot drift apart;
 * :func:`tree_seeds` derives each tree's seed from ``random_state`` and the tree's index
   (not from the number of trees, so ``warm_start`` grows the trees a larger fit would), and
   :func:`node_features` draws the attributes a node searches (Forest-RI) from the tree's seed
@@ -25,25 +25,12 @@ from decimal import ROUND_FLOOR, Decimal, localcontext
 import numba
 import numpy as np
 
-from . import rowhash
 from .rowhash import M32, _seeds, row_hash
 
 HASH_SPAN = 1 << 63  # row_hash values lie in [0, 2**63)
 MAX_MULTIPLICITY = 255  # a row's multiplicity fits one byte (rates are at most 1)
 _FEATURE_SALT = 0x5BD1E995  # feature draws use a hash independent of the bootstrap's
 _TREE_SALT = 0x27D4EB2F
-
-_mix32 = numba.njit(cache=True, nogil=True, inline="always")(rowhash._mix32)  # the very function row_hash uses
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def hash_row(r, s1, s2):
-    """:func:`rainforest.rowhash.row_hash` of the row identity ``r`` under the keys ``(s1, s2)`` of
-    :func:`seed_keys`, inside a Numba kernel (every intermediate stays below 2**63, so int64 is exact)."""
-    a = _mix32(_mix32((r & M32) ^ s1) ^ s2)
-    b = _mix32((r >> 32) ^ a)
-    return ((b & 0x7FFFFFFF) << 32) | a
-
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def multiplicity(h, thresholds):
@@ -64,7 +51,7 @@ def multiplicity(h, thresholds):
 
 
 def seed_keys(seed: int) -> tuple[int, int]:
-    """The two 32-bit keys :func:`hash_row` takes for ``seed`` (those of ``row_hash(rows, seed)``)."""
+    """The two 32-bit keys :func:`rainforest.rowhash.hash_row` takes for ``seed`` (those of ``row_hash(rows, seed)``)."""
     return _seeds(seed)
 
 

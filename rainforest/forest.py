@@ -43,7 +43,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from .bootstrap import hash_row, multiplicity, node_features, poisson_thresholds, seed_keys, tree_seeds
+from .bootstrap import multiplicity, node_features, poisson_thresholds, seed_keys, tree_seeds
 from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_node
 from .dask_predict import lazy_on_dask
 from .errors import BudgetError, DataError, NotFittedError
@@ -54,7 +54,7 @@ from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .profile import quantile_edges
 from .pruning import cost_complexity_prune
-from .rowhash import M32, row_hash
+from .rowhash import M32, hash_row, row_hash
 from .rows import encode_rows, slot_dtype, step, to_slots
 from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema
 from .tree import Tree

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .bootstrap import hash_row, multiplicity
+from .bootstrap import multiplicity
+from .rowhash import hash_row
 from .rows import step
 
 TASK_ROWS = 1 << 14  # rows of a thread's task (at least) when a tree's rows are drawn or a group's rows are moved

@@ -22,7 +22,8 @@ _SEED_MIX = 0x9E3779B9  # so that no seed leaves row 0 at hash 0
 _SEED_MIX2 = 0x85EBCA6B
 
 
-def _mix32(x: np.ndarray) -> np.ndarray:
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mix32(x):
     x = x ^ (x >> 16)
     x = (x * _C1) & M32
     x = x ^ (x >> 15)
@@ -48,22 +49,19 @@ def row_hash(rows: np.ndarray, seed: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _mix32_one(x):
-    x = x ^ (x >> 16)
-    x = (x * _C1) & M32
-    x = x ^ (x >> 15)
-    x = (x * _C2) & M32
-    return x ^ (x >> 15)
+def hash_row(r, s1, s2):
+    """:func:`row_hash` of the row identity ``r`` under the keys ``(s1, s2)`` of :func:`_seeds`, inside
+    a Numba kernel (every intermediate stays below 2**63, so int64 is exact)."""
+    a = _mix32(_mix32((r & M32) ^ s1) ^ s2)
+    b = _mix32((r >> 32) ^ a)
+    return ((b & 0x7FFFFFFF) << 32) | a
 
 
 @numba.njit(cache=True, nogil=True)
 def _row_hashes(r, s1, s2, out):
-    """:func:`row_hash`'s arithmetic (that of :func:`_mix32`, in signed 64-bit integers), one row at
-    a time: no temporary arrays."""
+    """:func:`row_hash`, one row at a time: no temporary arrays."""
     for i in range(r.shape[0]):
-        a = _mix32_one(_mix32_one((r[i] & M32) ^ s1) ^ s2)
-        b = _mix32_one((r[i] >> 32) ^ a)
-        out[i] = np.uint64(((b & 0x7FFFFFFF) << 32) | a)
+        out[i] = np.uint64(hash_row(r[i], s1, s2))
 
 
 def _mix32_sql(x: str, xor) -> str:

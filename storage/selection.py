@@ -38,8 +38,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rainforest.bootstrap import bootstrap_counts, hash_row, seed_keys
-from rainforest.rowhash import row_hash
+from rainforest.bootstrap import bootstrap_counts, seed_keys
+from rainforest.rowhash import hash_row, row_hash
 
 from .base import Source, SourceError
 

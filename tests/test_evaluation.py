@@ -40,7 +40,7 @@ def _folds(source, rule, batch_size=65536):
 def _dealt_reference(labels, k, seed):
     """The block dealing written out row by row: each class's rows, in order, in blocks of k, each block
     dealt to the folds by a Fisher-Yates shuffle from the hash of (block, position) under the class's keys."""
-    from rainforest.bootstrap import hash_row
+    from rainforest.rowhash import hash_row
     classes, order, out = {}, {}, np.empty(len(labels), int)
     for i, v in enumerate(labels):
         c = classes.setdefault(v, len(classes))
