@@ -104,47 +104,55 @@ class BayesPass:
             raise DataError(f"the target column {self.target!r} of {self.where} has null values")
         if pa.types.is_floating(y.type) and pc.any(pc.is_nan(y)).as_py():
             raise DataError(f"the target column {self.target!r} of {self.where} has NaN values")
-        codes, labels = _label_codes(y)
+        codes, labels, rows = _label_codes(y)
         k = len(labels)
-        w = numeric_values(batch.column(self.weight)) if self.weight else np.ones(len(codes))
+        w = None  # unit weights
         if self.weight:
+            w = numeric_values(batch.column(self.weight))
             bad = ~np.isfinite(w) | (w < 0)
             if bad.any():
                 raise DataError(f"the weight column {self.weight!r} of {self.where} has a bad value "
                                 f"{w[bad][0]!r} at row {first_row + int(np.argmax(bad))}")
         state.n_rows += len(codes)
-        for c, wc in zip(labels, np.bincount(codes, weights=w, minlength=k)):
+        for c, wc in zip(labels, rows if w is None else np.bincount(codes, weights=w, minlength=k)):
             state.class_weight[c] = state.class_weight.get(c, 0.0) + float(wc)
         numeric = [name for name, kind in self.kinds.items() if kind != CATEGORICAL]
         for name, kind in self.kinds.items():
             if kind == CATEGORICAL:
                 self._count_categories(state, name, category_values(batch.column(name)), y, w)
         if numeric:
-            self._moments(state, numeric, batch, codes, labels, w, first_row)
+            self._moments(state, numeric, batch, codes, labels, rows.astype(np.float64), w, first_row)
         return state
 
     def _count_categories(self, state, name, values, y, w):
-        grouped = pa.table({"v": values, "y": y, "w": w}).group_by(["y", "v"]).aggregate([("w", "sum")])
+        if w is None:
+            grouped = pa.table({"v": values, "y": y}).group_by(["y", "v"]).aggregate([([], "count_all")])
+        else:
+            grouped = pa.table({"v": values, "y": y, "w": w}).group_by(["y", "v"]).aggregate([("w", "sum")])
         counts = state.categories.setdefault(name, {})
         for c, v, s in zip(grouped.column("y").to_pylist(), grouped.column("v").to_pylist(),
-                           grouped.column("w_sum").to_pylist()):
+                           grouped.column(-1).to_pylist()):
             if v is not None:  # missing values are skipped
-                counts[(c, v)] = counts.get((c, v), 0.0) + s
+                counts[(c, v)] = counts.get((c, v), 0.0) + float(s)
 
-    def _moments(self, state, names, batch, codes, labels, w, first_row):
-        columns = tuple(_read_only(numeric_values(batch.column(name))) for name in names)  # no stacked copy
-        W, mean, M2, spread = class_moments(columns, codes, w, len(labels))
-        if not np.isfinite(spread).all():  # an infinite value: find it to name it
-            j = int(np.argmax(~np.isfinite(spread).all(axis=1)))
-            row = int(np.argmax(np.isinf(columns[j])))
-            raise DataError(f"column {names[j]!r} of {self.where} holds {columns[j][row]} at row "
-                            f"{first_row + row}; infinite values are not allowed")
-        for j, name in enumerate(names):
+    def _moments(self, state, names, batch, codes, labels, rows, w, first_row):
+        for name in names:
+            column = batch.column(name)
+            x = _plain_numbers(column)
             per_class = state.moments.setdefault(name, {})
+            # the class means so far: a shift that lets one pass give accurate moments (not tried on
+            # a column with nulls, whose NaN would only make it fail)
+            shift = np.array([per_class[c].mean if c in per_class and per_class[c].w > 0 and not column.null_count
+                              else np.nan for c in labels])
+            W, mean, M2, spread = column_moments(x, codes, w, len(labels), shift, rows)
+            if not np.isfinite(spread).all():  # an infinite value: find it to name it
+                row = int(np.argmax(np.isinf(x)))
+                raise DataError(f"column {name!r} of {self.where} holds {x[row]} at row "
+                                f"{first_row + row}; infinite values are not allowed")
             for k, c in enumerate(labels):
-                per_class.setdefault(c, Moments()).merge(float(W[j, k]), float(mean[j, k]), float(M2[j, k]))
-            if spread[j, 0] > 0:
-                state.spread.setdefault(name, Moments()).merge(*map(float, spread[j]))
+                per_class.setdefault(c, Moments()).merge(float(W[k]), float(mean[k]), float(M2[k]))
+            if spread[0] > 0:
+                state.spread.setdefault(name, Moments()).merge(*map(float, spread))
 
     def merge(self, a: BayesCounts, b: BayesCounts) -> BayesCounts:
         return a.merge(b)
@@ -155,9 +163,18 @@ class BayesPass:
         return bayes_query(self, relation)
 
 
-def _read_only(values: np.ndarray) -> np.ndarray:
-    """A read-only view: zero-copy Arrow columns are read-only and converted ones are not, and
-    :func:`class_moments` needs one array type for its tuple of columns."""
+def _plain_numbers(arr) -> np.ndarray:
+    """A numeric column's values as numpy, without a copy where Arrow allows it (a null-free integer
+    or floating column, in its own type; the kernel converts as it reads), else float64 with NaN for
+    nulls.  Always read-only, so that :func:`column_moments` is compiled once per value type."""
+    if isinstance(arr, pa.ChunkedArray) and arr.num_chunks == 1:
+        arr = arr.chunk(0)
+    typ = arr.type
+    if isinstance(arr, pa.Array) and not arr.null_count and (
+            (pa.types.is_integer(typ) or pa.types.is_floating(typ)) and typ != pa.float16()):
+        values = arr.to_numpy(zero_copy_only=True)
+    else:
+        values = numeric_values(arr)
     view = values.view()
     view.flags.writeable = False
     return view
@@ -166,55 +183,122 @@ def _read_only(values: np.ndarray) -> np.ndarray:
 PARTIAL_SUMS = 4  # independent partial sums per class: consecutive rows of a class need not wait on each other
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def class_moments(columns, codes, w, k):
-    """For every column of ``columns`` (a tuple of float64 arrays) and class: weighted count, mean
-    and sum of squared deviations of the non-missing values (two passes over the batch, for
-    accuracy); and, per column, the same unweighted over all classes.  Threads split the columns,
-    so the result does not depend on them.  Row ``i`` adds to partial sum ``i % PARTIAL_SUMS``
-    (a fixed order), which lets the additions overlap: about a quarter faster than one running sum."""
-    p = len(columns)
+#: the one-pass moments are kept while sum((x - shift)^2) is at most this many times the sum of squared
+#: deviations: the rounding error of their difference is then within about 2e-13 of it
+SHIFTED_CANCELLATION = 1024.0
+
+
+@numba.njit(cache=True, nogil=True)
+def column_moments(x, codes, w, k, shift, rows):
+    """Per class of ``codes``: the weighted count, mean and sum of squared deviations of the
+    non-missing (non-NaN) values of ``x``; and the same unweighted over all classes (``spread``).
+
+    With unit weights (``w`` None) and a known ``shift`` per class (the class mean of the earlier
+    batches), one pass sums ``x - shift`` and its square, with the class's rows (``rows``) as
+    count: about half the work of two passes.  Where that fails, :func:`_two_pass_moments`
+    computes them instead: a missing (NaN) or infinite value makes the sums non-finite; a shift
+    far from a class's values would make the difference cancel, losing digits; an unknown shift
+    (a class's first batch) is NaN.  The spread is then the classes' moments merged."""
+    if w is None:
+        L = PARTIAL_SUMS
+        usable = True
+        for c in range(k):
+            usable = usable and shift[c] == shift[c]
+        if usable:
+            Sp = np.zeros((k, L))
+            Qp = np.zeros((k, L))
+            for i in range(x.shape[0]):
+                r = i & (L - 1)
+                c = codes[i]
+                d = np.float64(x[i]) - shift[c]
+                Sp[c, r] += d
+                Qp[c, r] += d * d
+            W = np.zeros(k)
+            mean = np.zeros(k)
+            M2 = np.zeros(k)
+            for c in range(k):
+                W[c] = rows[c]
+                if W[c] > 0:
+                    s = _sum_partials(Sp[c])
+                    q = _sum_partials(Qp[c])
+                    mean[c] = shift[c] + s / W[c]
+                    M2[c] = q - s * s / W[c]
+                    # NaN fails this too; so does M2 ~ 0 from rounding (two passes give it exactly)
+                    usable = usable and q <= SHIFTED_CANCELLATION * M2[c]
+            if usable:
+                return W, mean, M2, _merged_spread(W, mean, M2)
+    return _two_pass_moments(x, codes, w, k)
+
+
+@numba.njit(cache=True, nogil=True)
+def _merged_spread(W, mean, M2):
+    """The unweighted moments of a column from its classes' moments (unit weights)."""
+    spread = np.zeros(3)
+    for c in range(W.shape[0]):
+        _merge_moments(spread, W[c], mean[c], M2[c])
+    return spread
+
+
+@numba.njit(cache=True, nogil=True)
+def _two_pass_moments(x, codes, w, k):
+    """:func:`column_moments` by two passes over the batch: the means, then the squared deviations
+    from them, less the square of the deviations' sum (the corrected two-pass algorithm of Chan,
+    Golub and LeVeque: it cancels the rounding of the means, which matters far from zero).
+
+    Row ``i`` adds to partial sum ``i % PARTIAL_SUMS`` and the partial sums are added in a fixed
+    order, which lets the additions overlap (consecutive rows of a class need not wait on each
+    other) and keeps the result independent of anything but the rows."""
     L = PARTIAL_SUMS
-    W = np.zeros((p, k))
-    mean = np.zeros((p, k))
-    M2 = np.zeros((p, k))
-    spread = np.zeros((p, 3))
-    for j in numba.prange(p):
-        x = columns[j]
-        Wp = np.zeros((L, k))
-        Sp = np.zeros((L, k))
-        n = np.zeros(L)
-        total = np.zeros(L)
-        for i in range(x.shape[0]):
-            v = x[i]
-            if v == v:
-                r = i % L
-                Wp[r, codes[i]] += w[i]
-                Sp[r, codes[i]] += w[i] * v
+    Wp = np.zeros((k, L))
+    Sp = np.zeros((k, L))
+    n = np.zeros(L)
+    total = np.zeros(L)
+    for i in range(x.shape[0]):
+        v = np.float64(x[i])
+        if v == v:
+            r = i & (L - 1)
+            c = codes[i]
+            if w is None:
+                Wp[c, r] += 1.0
+                Sp[c, r] += v
+            else:
+                Wp[c, r] += w[i]
+                Sp[c, r] += w[i] * v
                 n[r] += 1.0
                 total[r] += v
-        for c in range(k):
-            W[j, c] = _sum_partials(Wp[:, c])
-            if W[j, c] > 0:
-                mean[j, c] = _sum_partials(Sp[:, c]) / W[j, c]
-        count = _sum_partials(n)
-        grand = _sum_partials(total) / count if count > 0 else 0.0
-        Mp = np.zeros((L, k))
-        m2_all = np.zeros(L)
-        for i in range(x.shape[0]):
-            v = x[i]
-            if v == v:
-                r = i % L
-                d = v - mean[j, codes[i]]
-                Mp[r, codes[i]] += w[i] * d * d
+    W = np.zeros(k)
+    mean = np.zeros(k)
+    for c in range(k):
+        W[c] = _sum_partials(Wp[c])
+        if W[c] > 0:
+            mean[c] = _sum_partials(Sp[c]) / W[c]
+    count = _sum_partials(n)
+    grand = _sum_partials(total) / count if count > 0 else 0.0
+    Mp = np.zeros((k, L))
+    Dp = np.zeros((k, L))
+    m2_all = np.zeros(L)
+    for i in range(x.shape[0]):
+        v = np.float64(x[i])
+        if v == v:
+            r = i & (L - 1)
+            c = codes[i]
+            d = v - mean[c]
+            if w is None:
+                Mp[c, r] += d * d
+                Dp[c, r] += d
+            else:
+                Mp[c, r] += w[i] * d * d
+                Dp[c, r] += w[i] * d
                 e = v - grand
                 m2_all[r] += e * e
-        for c in range(k):
-            M2[j, c] = _sum_partials(Mp[:, c])
-        spread[j, 0] = count
-        spread[j, 1] = grand
-        spread[j, 2] = _sum_partials(m2_all)
-    return W, mean, M2, spread
+    M2 = np.zeros(k)
+    for c in range(k):
+        if W[c] > 0:
+            drift = _sum_partials(Dp[c])
+            M2[c] = max(_sum_partials(Mp[c]) - drift * drift / W[c], 0.0)
+    if w is None:  # unit weights: the classes' moments merged are the column's
+        return W, mean, M2, _merged_spread(W, mean, M2)
+    return W, mean, M2, np.array([count, grand, _sum_partials(m2_all)])
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -225,30 +309,59 @@ def _sum_partials(parts):
     return s
 
 
-def _label_codes(y: pa.Array) -> tuple[np.ndarray, list]:
-    """Per-row class codes in this batch and the class of each code (integers by counting, fast)."""
+@numba.njit(cache=True, nogil=True)
+def _merge_moments(into, w, mean, m2):
+    """Merge (w, mean, m2) into ``into`` = [w, mean, m2], as :meth:`Moments.merge`."""
+    if w <= 0:
+        return
+    if into[0] <= 0:
+        into[0], into[1], into[2] = w, mean, m2
+        return
+    total = into[0] + w
+    delta = mean - into[1]
+    into[1] += delta * w / total
+    into[2] += m2 + delta * delta * into[0] * w / total
+    into[0] = total
+
+
+def _label_codes(y: pa.Array) -> tuple[np.ndarray, list, np.ndarray]:
+    """Per-row class codes in this batch, in the narrowest type the kernels take (uint8 up to 256
+    classes: an eighth of the memory traffic of int64); the class of each code; its rows."""
     if pa.types.is_integer(y.type) and len(y):
         v = y.to_numpy(zero_copy_only=False)
         lo, hi = int(v.min()), int(v.max())
         if hi - lo <= 1 << 16:
-            codes, present = _dense_codes(v, lo, hi - lo)
-            return codes, (present + lo).tolist()
+            codes = np.empty(len(v), _code_type(hi - lo + 1))
+            rows = _dense_codes(v, lo, hi - lo, codes)
+            present = np.flatnonzero(rows)
+            return codes, (present + lo).tolist(), rows[present]
     encoded = pc.dictionary_encode(y)
-    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary.to_pylist()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    rows = np.bincount(codes, minlength=len(encoded.dictionary))
+    return codes.astype(_code_type(len(rows)), copy=False), encoded.dictionary.to_pylist(), rows
+
+
+def _code_type(n_codes: int) -> type:
+    return np.uint8 if n_codes <= 256 else np.int64
 
 
 @numba.njit(cache=True, nogil=True)
-def _dense_codes(v, lo, span):
-    """Codes of integer labels ``v`` (all in ``lo .. lo + span``) in the order of their values, and
-    the values present (less ``lo``): two passes, no wider copy of ``v``."""
-    seen = np.zeros(span + 1, np.int64)
+def _dense_codes(v, lo, span, codes):
+    """Fill ``codes`` with the codes of integer labels ``v`` (all in ``lo .. lo + span``) in the
+    order of their values; return the rows of each value (less ``lo``).  One pass, no wider copy
+    of ``v``; a second one only where a value inside the range is absent from the batch."""
+    parts = np.zeros((PARTIAL_SUMS, span + 1), np.int64)  # row i counts in part i % PARTIAL_SUMS
     for i in range(v.shape[0]):
-        seen[np.int64(v[i]) - lo] = 1
-    lookup = np.cumsum(seen) - 1
-    codes = np.empty(v.shape[0], np.int64)
+        code = np.int64(v[i]) - lo
+        codes[i] = code
+        parts[i & (PARTIAL_SUMS - 1), code] += 1
+    rows = parts.sum(axis=0)
+    if (rows > 0).all():
+        return rows
+    lookup = np.cumsum(rows > 0) - 1
     for i in range(v.shape[0]):
-        codes[i] = lookup[np.int64(v[i]) - lo]
-    return codes, np.flatnonzero(seen)
+        codes[i] = lookup[codes[i]]
+    return rows
 
 
 # -- the estimator --------------------------------------------------------------------------

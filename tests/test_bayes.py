@@ -99,8 +99,8 @@ def test_one_pass_over_parquet_with_nulls_and_unseen_values():
 
 
 def test_numeric_columns_with_and_without_nulls_and_of_any_type_fit_together():
-    """A batch's numeric columns reach the moment kernel as they are decoded: zero-copy (float64
-    without nulls), converted (integers) or filled (nulls as NaN); all of them are counted."""
+    """A batch's numeric columns reach the moment kernel as they are decoded: zero-copy in their own
+    type (floats and integers without nulls) or filled (nulls as NaN); all of them are counted."""
     rng = np.random.default_rng(3)
     n = 1000
     y = rng.integers(0, 2, n)
@@ -116,6 +116,73 @@ def test_numeric_columns_with_and_without_nulls_and_of_any_type_fit_together():
         np.testing.assert_allclose(nb.theta_[:, j], want, rtol=1e-12)
         np.testing.assert_allclose(nb.var_[:, j] - nb.epsilon_, [np.nanvar(values[y == c]) for c in (0, 1)],
                                    rtol=1e-10)
+
+
+def test_one_pass_moments_fall_back_to_two_passes_where_they_would_lose_digits():
+    """With a known shift (the class means of earlier batches) the moments take one pass; a shift far
+    from the values, a missing value or an unknown shift gives the two-pass moments instead."""
+    from rainforest.bayes import column_moments
+
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 2, 5000).astype(np.uint8)
+    rows = np.bincount(codes).astype(np.float64)
+    x = 1e9 + rng.normal(codes * 0.5, 1e-3)  # a tiny spread far from zero
+    small = x - 1e9  # exact (Sterbenz): the reference moments, free of the offset's rounding
+    want_mean = [1e9 + small[codes == c].mean() for c in (0, 1)]
+    want_m2 = [((small[codes == c] - small[codes == c].mean()) ** 2).sum() for c in (0, 1)]
+
+    def check(values, shift):
+        W, mean, M2, spread = column_moments(values, codes, None, 2, np.asarray(shift, np.float64), rows)
+        np.testing.assert_array_equal(W, rows)
+        np.testing.assert_allclose(mean, want_mean, rtol=1e-15)
+        np.testing.assert_allclose(M2, want_m2, rtol=1e-9)
+        # the spread merges the classes' means (~1e9 each), so their difference keeps fewer digits;
+        # it only scales var_smoothing
+        assert spread[0] == len(values) and spread[2] == pytest.approx(((small - small.mean()) ** 2).sum(), rel=1e-6)
+
+    check(x, [1e9, 1e9 + 0.5])  # near: one pass
+    check(x, [np.nan, 1e9])  # a class seen first: two passes
+    far = [0.0, 0.0]  # one pass from 0 would cancel 1e18-sized sums down to ~1e-3: no digit left
+    naive = [(x[codes == c] ** 2).sum() - x[codes == c].sum() ** 2 / rows[c] for c in (0, 1)]
+    assert not np.allclose(naive, want_m2, rtol=1e-3)
+    check(x, far)
+    holes = x.copy()
+    holes[::7] = np.nan
+    W, mean, M2, _ = column_moments(holes, codes, None, 2, np.array([1e9, 1e9 + 0.5]), rows)
+    kept = ~np.isnan(holes)
+    np.testing.assert_array_equal(W, [np.sum(kept & (codes == c)) for c in (0, 1)])
+    np.testing.assert_allclose(mean, [holes[kept & (codes == c)].mean() for c in (0, 1)], rtol=1e-15)
+
+
+def test_moments_drifting_across_batches_equal_numpy():
+    """Sorted data whose values move far between batches: each batch's shift is the earlier batches'
+    mean, far from its own values, and the moments stay those of numpy."""
+    rng = np.random.default_rng(8)
+    n = 4000
+    y = rng.integers(0, 2, n)
+    level = np.repeat([0.0, 1e8, 1e12, -1e6], n // 4)  # a new level every batch of 1,000 rows
+    x = level + rng.normal(y, 1e-2)
+    ints = (np.repeat([0, 1 << 40, 7, -(1 << 35)], n // 4) + rng.integers(0, 9, n) + y).astype(np.int64)
+    nb = NaiveBayesClassifier(batch_size=1000, var_smoothing=0).fit(pa.table({"x": x, "i": ints, "y": y}),
+                                                                    target="y")
+    for j, values in enumerate([x, ints.astype(np.float64)]):
+        np.testing.assert_allclose(nb.theta_[:, j], [values[y == c].mean() for c in (0, 1)], rtol=1e-12)
+        np.testing.assert_allclose(nb.var_[:, j], [values[y == c].var() for c in (0, 1)], rtol=1e-9)
+
+
+def test_label_codes_are_narrow_and_close_gaps():
+    from rainforest.bayes import _label_codes
+
+    codes, labels, rows = _label_codes(pa.array([7, 9, 9, 7, 12], pa.int8()))  # 8, 10 and 11 absent
+    assert codes.dtype == np.uint8 and labels == [7, 9, 12]
+    np.testing.assert_array_equal(codes, [0, 1, 1, 0, 2])
+    np.testing.assert_array_equal(rows, [2, 2, 1])
+    codes, labels, rows = _label_codes(pa.array([0, 300, 5], pa.int32()))  # more than 256 possible codes
+    assert codes.dtype == np.int64 and labels == [0, 5, 300]
+    np.testing.assert_array_equal(codes, [0, 2, 1])
+    codes, labels, rows = _label_codes(pa.array(["b", "a", "b"]))
+    assert codes.dtype == np.uint8 and labels == ["b", "a"]
+    np.testing.assert_array_equal(rows, [2, 1])
 
 
 def test_binned_numerics_take_two_passes_and_learn():
