@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 from .base import Source, SourceError
 from .readahead import ordered_batches
 
-#: most threads decoding row groups at once; each may hold one batch it decodes, and up to
-#: three decoded batches per thread wait for the pass (at 100M Agrawal rows, one batch per thread
-#: waiting gained half as much as three)
+#: most threads decoding row groups at once; each may hold one batch it decodes, and one more
+#: decoded batch per thread may wait for the pass (three per thread gained little more at 100M
+#: Agrawal rows and cost about 130 MB more at 10M)
 READ_THREADS = 4
 
 
@@ -134,7 +134,7 @@ class ParquetSource(Source):
                   for group in range(self._row_groups(fragment))]
         if threads < 2 or len(pieces) < 2:
             return super()._read_ahead(columns, batch_size)
-        return ordered_batches(pieces, threads, 3 * threads)
+        return ordered_batches(pieces, threads, threads)
 
     def _row_groups(self, fragment) -> int:
         try:
