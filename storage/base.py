@@ -70,15 +70,15 @@ class Source:
              prefetch: bool = True) -> Iterator[tuple[int, pa.RecordBatch]]:
         """One counted pass: yields ``(first_row, batch)`` in a stable row order.
 
-        With ``prefetch`` the next batches are read by background threads while the
+        With ``prefetch`` the next batch is read by a background thread while the
         caller works on the current one (decoding and the Numba kernels both release
-        the GIL): see :meth:`_read_ahead`.
+        the GIL); at most two batches are held.
         """
         self.check_columns(columns)
         self.n_passes += 1
+        batches = self._batches(list(columns), batch_size)
         first = 0
-        for batch in (self._read_ahead(list(columns), batch_size) if prefetch
-                      else self._batches(list(columns), batch_size)):
+        for batch in (_prefetched(batches) if prefetch else batches):
             if batch.num_rows == 0:
                 continue
             yield first, batch
@@ -99,12 +99,7 @@ class Source:
         derived from another one (adding computed columns) counts its own pass and
         delegates here, so that its base runs the task where the rows live.
         """
-        return fold_batches(task, self._read_ahead(list(columns), batch_size), 0, progress)[0]
-
-    def _read_ahead(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
-        """The batches of :meth:`_batches`, the next one read by a background thread while the
-        caller works on the current one; sources that can decode in parallel override it."""
-        return _prefetched(self._batches(columns, batch_size))
+        return fold_batches(task, _prefetched(self._batches(list(columns), batch_size)), 0, progress)[0]
 
 
 def fold_batches(task: PassTask, batches, first_row: int = 0,

@@ -4,7 +4,6 @@ from __future__ import annotations
 import glob as globmod
 import os
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Iterator, Sequence
 
 import pyarrow as pa
@@ -12,12 +11,6 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from .base import Source, SourceError
-from .readahead import ordered_batches
-
-#: most threads decoding row groups at once; each may hold one batch it decodes, and one more
-#: decoded batch per thread may wait for the pass (three per thread gained little more at 100M
-#: Agrawal rows and cost about 130 MB more at 10M)
-READ_THREADS = 4
 
 
 class MissingPathError(SourceError, FileNotFoundError):
@@ -124,27 +117,7 @@ class ParquetSource(Source):
                 return self._fragment_batches(fragment, list(columns), batch_size)
         raise SourceError(f"{self.description} has no file number {index}")
 
-    def _read_ahead(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
-        """The batches in order, row groups decoded in parallel by worker threads
-        (:mod:`storage.readahead`); one row group alone is decoded column-parallel, as before."""
-        threads = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
-                      READ_THREADS)
-        pieces = [partial(self._fragment_batches, fragment, columns, batch_size, [group])
-                  for fragment in self._dataset.get_fragments()
-                  for group in range(self._row_groups(fragment))]
-        if threads < 2 or len(pieces) < 2:
-            return super()._read_ahead(columns, batch_size)
-        return ordered_batches(pieces, threads, threads)
-
-    def _row_groups(self, fragment) -> int:
-        try:
-            return fragment.metadata.num_row_groups
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise SourceError(f"cannot read Parquet file {fragment.path!r}: {_first_line(exc)}") from None
-
-    def _fragment_batches(self, fragment, columns: Sequence[str], batch_size: int,
-                          row_groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
-        """One file's batches (``row_groups``: those row groups alone, decoded on this thread)."""
+    def _fragment_batches(self, fragment, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         # ParquetFile.iter_batches, not Fragment.to_batches: the latter can hang forever
         # (apache/arrow#45214); hive partition values are added as constant columns.
         schema = self._dataset.schema
@@ -156,8 +129,7 @@ class ParquetSource(Source):
             absent = [c for c in wanted if c not in in_file]
             if absent:
                 raise SourceError(f"Parquet file {fragment.path!r} has no column {absent[0]!r}")
-            for batch in reader.iter_batches(batch_size=batch_size, columns=wanted, row_groups=row_groups,
-                                             use_threads=row_groups is None):
+            for batch in reader.iter_batches(batch_size=batch_size, columns=wanted, use_threads=True):
                 yield _conform(batch, columns, keys, schema, fragment.path)
             reader.close()
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
