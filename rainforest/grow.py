@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from .avc import AvcPass
+from .compact import compact_splits, scratch_for, wide_attributes
 from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_nodes
 from .errors import BudgetError
 from .rows import KeptRows, class_dtype, row_bytes, slot_dtype
@@ -46,6 +47,7 @@ class GrowParams:
     write: bool = True  # RF-Write: spill rows partitioned by node when a level needs several reads
     vertical: bool = True  # RF-Vertical: count attributes in groups when one AVC-group exceeds the budget
     spill_dir: str | None = None  # where RF-Write's temporary folder is made (tempfile's default)
+    compact: bool = True  # exact mode: nodes counted from kept rows get AVC-groups over their own slots
 
 
 @dataclass
@@ -191,6 +193,9 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
     n_slots = np.array([a.n_slots for a in schema.attributes], np.int64)
     avc_budget = budget_bytes // 2
     groups = attribute_groups(schema, n_channels, avc_budget, params.vertical)
+    everything = np.arange(n_attr)
+    wide = wide_attributes(schema) if params.compact else np.zeros(n_attr, np.int64)
+    scratch = None  # compact AVC-groups' slot table, made at their first use
     group_bytes = max(_group_bytes(offsets, g, n_channels) for g in groups)
     # Histogram subtraction: a split's largest child is its parent's AVC-group minus its siblings',
     # so its rows are not counted.  Only with unit weights, where counts are integers and the
@@ -248,7 +253,19 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
             # siblings counted only for subtraction; passes count into it, derived rows are filled in
             index_of = {n: i for i, n in enumerate(chunk + [n for n in members if n not in in_frontier])}
             best: dict[int, tuple] = {}
-            for attrs in groups:
+            # exact mode over kept rows: each node's AVC-group over its own slots, not the data's
+            # (rainforest/compact.py); all attributes at once, so RF-Vertical groups are not needed
+            compact = (wide.any() and root_done and not chunk_derived and set(members) == set(chunk)
+                       and all(n in in_memory for n in chunk))
+            if compact:
+                if scratch is None:
+                    scratch = scratch_for(schema, wide)
+                node_pos = np.full(len(nodes.feature), -1, np.int32)
+                node_pos[chunk] = np.arange(len(chunk))
+                found = compact_splits(supply.kept, node_pos, len(chunk), schema, wide, scratch, n_channels,
+                                       weighted, crit, params, min_weight_leaf, lead_of(everything, offsets))
+                best = {node: (*split, None) for node, split in zip(chunk, found) if split is not None}
+            for attrs in ([] if compact else groups):
                 lead = lead_of(attrs, offsets)
                 avc_all = None
                 parts = {flag: [n for n in build if (n in in_memory) == flag] for flag in (False, True)}
@@ -343,7 +360,11 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                 if node in in_memory:
                     in_memory.update(kids)
                 largest = kids[int(np.argmax(child_n))]
-                if subtract and len(parent_avc) < parents_cap and largest in next_frontier[-nb:]:
+                # no subtraction for children counted compactly from kept rows: that costs their rows
+                # only, and a dense AVC-group costs the data's distinct values
+                compact_kids = node in in_memory and wide.any()
+                if (subtract and full is not None and not compact_kids and len(parent_avc) < parents_cap
+                        and largest in next_frontier[-nb:]):
                     next_derived[largest] = (node, [c for c in kids if c != largest])
                     parent_avc[node] = full
         stats.passes_per_level.append(passes_this_level)
@@ -518,7 +539,7 @@ def _split(nodes: _Nodes, node: int, attribute, a: int, br: np.ndarray, nb: int,
     m = attribute.n_slots
     nodes.feature[node] = a
     nodes.n_children[node] = nb
-    nodes.missing_branch[node] = int(br[m])
+    nodes.missing_branch[node] = int(br[-1])  # the missing slot is last (also in a compact AVC-set)
     if attribute.kind == CATEGORICAL:
         nodes.branch_offset[node] = len(nodes.slot_branch)
         nodes.slot_branch.extend(int(b) for b in br)

@@ -92,6 +92,54 @@ def test_rows_kept_grouped_by_node_move_down_in_blocks_to_the_read_tree(datasets
     assert seen[0][0] > 1 and seen[0][1] > 50  # pulled below the root: several groups, cut into blocks
 
 
+def _spy_compact(monkeypatch) -> list:
+    """Record the number of nodes of every compact search (rainforest/compact.py)."""
+    from rainforest import grow as grow_module
+
+    calls = []
+    real = grow_module.compact_splits
+    monkeypatch.setattr(grow_module, "compact_splits", lambda kept, pos, n, *a: calls.append(n) or real(kept, pos, n, *a))
+    return calls
+
+
+@pytest.mark.parametrize("case", ["weighted-multiway", "gini-binary"])
+def test_exact_nodes_from_kept_rows_search_their_own_slots(datasets, monkeypatch, case):
+    """In exact mode, nodes counted from kept rows build their AVC-groups over the slots their own
+    rows hold (rainforest/compact.py), not the data's; the tree is RF-Read's, bit for bit: with nulls
+    in wide and narrow numeric columns, categorical splits (binary subsets and multiway), sample and
+    class weights, entropy, one thread or all."""
+    calls = _spy_compact(monkeypatch)
+    data = pq.read_table(datasets("adult_train"))
+    rng = np.random.default_rng(4)
+    for name in ("fnlwgt", "capital_gain", "age"):
+        col = data.column(name).to_numpy(zero_copy_only=False).astype(float)
+        col[rng.random(len(col)) < 0.05] = np.nan
+        data = data.set_column(data.schema.get_field_index(name), name, pa.array(col, from_pandas=True))
+    fit = dict(target="class")
+    params = dict(max_bins=None, max_depth=7)
+    if case == "weighted-multiway":
+        data = data.append_column("w", pa.array(rng.uniform(0.5, 2.0, data.num_rows)))
+        fit["sample_weight"] = "w"
+        params.update(criterion="entropy", categorical_split="multiway", class_weight="balanced", n_jobs=1)
+    read = DecisionTreeClassifier(algorithm="read", **params).fit(data, **fit)
+    assert not calls
+    hybrid = DecisionTreeClassifier(algorithm="hybrid", **params).fit(data, **fit)
+    assert calls and max(calls) > 1  # several nodes at once searched over their own slots
+    assert hybrid.tree_.to_json() == read.tree_.to_json()
+
+
+def test_compact_search_below_rf_vertical_passes(table, monkeypatch):
+    """A budget whose data passes count the attributes in groups (RF-Vertical) and keep some
+    families: those are searched compactly over all attributes at once, and the tree is RF-Read's."""
+    calls = _spy_compact(monkeypatch)
+    read = DecisionTreeClassifier(algorithm="read", max_bins=None, max_depth=8, memory_budget="64MB")
+    read.fit(table, target="class")
+    hybrid = DecisionTreeClassifier(algorithm="hybrid", max_bins=None, max_depth=8, memory_budget="1500KB")
+    hybrid.fit(table, target="class")
+    assert hybrid.grow_stats_.attribute_groups > 1 and hybrid.grow_stats_.kept_rows > 0 and calls
+    assert hybrid.tree_.to_json() == read.tree_.to_json()
+
+
 def test_read_takes_one_pass_per_level_when_the_budget_holds_a_level(table):
     clf = DecisionTreeClassifier(algorithm="read", max_bins=64, max_depth=12, memory_budget="1GB")
     clf.fit(table, target="class")
