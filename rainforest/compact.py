@@ -7,7 +7,7 @@ builds each node's AVC-group with a *wide* attribute reduced to the slots its ow
 in slot order, its missing slot last: the cost follows the node's rows, as scikit-learn's
 sorting does, not the data's distinct values.
 
-The split search runs unchanged on that layout (:func:`rainforest.criteria.search_node`, with
+The split search runs unchanged on that layout (:func:`rainforest.criteria.search_nodes`, with
 per-node slot offsets), and every cell holds the same sum in the same row order as the dense
 cell it stands for; the slots left out are empty, and adding an empty slot's zeros changes no
 sum. So the search sees the same candidate splits with the same scores in the same order and
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .criteria import search_node
+from .criteria import search_nodes
 from .schema import CATEGORICAL, Schema
 
 #: a numeric attribute with more slots than this is compacted; narrower ones stay dense (cheap)
@@ -105,22 +105,6 @@ def _fill(S, y, w, starts, ends, n_slots, wide, table, base, present, region, bl
                         block[at, n_classes] += 1.0
 
 
-@numba.njit(cache=True, parallel=True)
-def _search(block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf,
-            min_weight, max_exhaustive, lead, attr, score, left_slot, right_slot, inf_thr, n_branches, branches):
-    """:func:`rainforest.criteria.search_node` for every node, each over its own compact AVC-group."""
-    for k in numba.prange(node_start.shape[0] - 1):
-        a, sc, ls, rs, inf, nb = search_node(block[node_start[k]:node_start[k + 1]], node_offsets[k], kinds,
-                                             n_classes, has_count, criterion, multiway, min_leaf, min_weight,
-                                             max_exhaustive, branches[k], lead)
-        attr[k] = a
-        score[k] = sc
-        left_slot[k] = ls
-        right_slot[k] = rs
-        inf_thr[k] = inf
-        n_branches[k] = nb
-
-
 def compact_splits(kept, node_pos, n_nodes, schema: Schema, wide, scratch, n_channels, weighted, crit, params,
                    min_weight_leaf, lead) -> list:
     """The best split of each of ``n_nodes`` nodes counted from kept rows (``node_pos``: tree node ->
@@ -150,9 +134,9 @@ def compact_splits(kept, node_pos, n_nodes, schema: Schema, wide, scratch, n_cha
     inf_thr = np.empty(n_nodes, np.bool_)
     n_branches = np.empty(n_nodes, np.int64)
     branches = np.empty((n_nodes, int(sizes.max()) if n_nodes else 1), np.int64)
-    _search(block, node_start, node_offsets, schema.kinds, n_classes, weighted, crit, params.multiway,
-            float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive, lead,
-            attr, score, left, right, inf_thr, n_branches, branches)
+    search_nodes(block, node_start, node_offsets, schema.kinds, n_classes, weighted, crit, params.multiway,
+                 float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive,
+                 attr, score, left, right, inf_thr, n_branches, branches, lead)
     out = []
     for k in range(n_nodes):
         a = int(attr[k])

@@ -339,12 +339,16 @@ def search_node(block, offsets, kinds, n_classes, has_count, criterion, multiway
 
 
 @numba.njit(cache=True, parallel=True)
-def search_nodes(avc, offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf, min_weight,
-                 max_exhaustive, attr, score, left_slot, right_slot, inf_thr, n_branches, branches, lead=0):
-    """:func:`search_node` for every node of a pass, in parallel (each node is independent)."""
-    for k in numba.prange(avc.shape[0]):
-        a, sc, ls, rs, inf, nb = search_node(avc[k], offsets, kinds, n_classes, has_count, criterion,
-                                             multiway, min_leaf, min_weight, max_exhaustive, branches[k], lead)
+def search_nodes(block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf,
+                 min_weight, max_exhaustive, attr, score, left_slot, right_slot, inf_thr, n_branches, branches,
+                 lead=0):
+    """:func:`search_node` for every node, in parallel (each node is independent): node ``k``'s
+    AVC-group is ``block[node_start[k]:node_start[k + 1]]``, its attributes at ``node_offsets[k]``
+    (the same for all nodes of a pass; each node's own in a compact AVC-group)."""
+    for k in numba.prange(node_start.shape[0] - 1):
+        a, sc, ls, rs, inf, nb = search_node(block[node_start[k]:node_start[k + 1]], node_offsets[k], kinds,
+                                             n_classes, has_count, criterion, multiway, min_leaf, min_weight,
+                                             max_exhaustive, branches[k], lead)
         attr[k] = a
         score[k] = sc
         left_slot[k] = ls

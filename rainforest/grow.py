@@ -424,7 +424,9 @@ def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, 
     inf_thr = np.empty(k_nodes, np.bool_)
     n_branches = np.empty(k_nodes, np.int64)
     branches = np.empty((k_nodes, int(np.diff(group_offsets).max())), np.int64)
-    search_nodes(avc, group_offsets, schema.kinds[attrs], n_classes, weighted, crit, params.multiway,
+    n_slots = int(group_offsets[-1])
+    search_nodes(avc.reshape(k_nodes * n_slots, avc.shape[2]), np.arange(k_nodes + 1) * n_slots,
+                 np.tile(group_offsets, (k_nodes, 1)), schema.kinds[attrs], n_classes, weighted, crit, params.multiway,
                  float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive,
                  attr, score, left_slot, right_slot, inf_thr, n_branches, branches, lead)
     for k, node in enumerate(chunk):
