@@ -43,16 +43,9 @@ class Moments:
     m2: float = 0.0
 
     def merge(self, w: float, mean: float, m2: float) -> None:
-        if w <= 0:
-            return
-        if self.w <= 0:
-            self.w, self.mean, self.m2 = w, mean, m2
-            return
-        total = self.w + w
-        delta = mean - self.mean
-        self.mean += delta * w / total
-        self.m2 += m2 + delta * delta * self.w * w / total
-        self.w = total
+        into = np.array([self.w, self.mean, self.m2])
+        _merge_moments(into, w, mean, m2)  # the formula the kernels merge classes with
+        self.w, self.mean, self.m2 = (float(v) for v in into)
 
     @property
     def var(self) -> float:
@@ -311,7 +304,8 @@ def _sum_partials(parts):
 
 @numba.njit(cache=True, nogil=True)
 def _merge_moments(into, w, mean, m2):
-    """Merge (w, mean, m2) into ``into`` = [w, mean, m2], as :meth:`Moments.merge`."""
+    """Merge (w, mean, m2) into ``into`` = [w, mean, m2] by the parallel (Chan et al.) formula: for
+    :meth:`Moments.merge` and for a column's spread from its classes."""
     if w <= 0:
         return
     if into[0] <= 0:

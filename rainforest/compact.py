@@ -18,7 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .criteria import search_nodes
+from .criteria import best_splits
 from .schema import CATEGORICAL, Schema
 
 #: a numeric attribute with more slots than this is compacted; narrower ones stay dense (cheap)
@@ -126,17 +126,10 @@ def compact_splits(kept, node_pos, n_nodes, schema: Schema, wide, scratch, n_cha
     block = np.zeros((int(node_start[-1]), n_channels))
     _fill(kept.S, kept.y, kept.w, starts, ends, n_slots, wide, table, base, present, region, block, node_start,
           node_offsets, weighted)
-    n_classes = len(schema.label.classes)
-    attr = np.empty(n_nodes, np.int64)
-    score = np.empty(n_nodes)
-    left = np.empty(n_nodes, np.int64)
-    right = np.empty(n_nodes, np.int64)
-    inf_thr = np.empty(n_nodes, np.bool_)
-    n_branches = np.empty(n_nodes, np.int64)
-    branches = np.empty((n_nodes, int(sizes.max()) if n_nodes else 1), np.int64)
-    search_nodes(block, node_start, node_offsets, schema.kinds, n_classes, weighted, crit, params.multiway,
-                 float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive,
-                 attr, score, left, right, inf_thr, n_branches, branches, lead)
+    attr, score, left, right, inf_thr, n_branches, branches = best_splits(
+        block, node_start, node_offsets, schema.kinds, len(schema.label.classes), weighted, crit, params.multiway,
+        float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive,
+        int(sizes.max()) if n_nodes else 1, lead)
     out = []
     for k in range(n_nodes):
         a = int(attr[k])

@@ -357,6 +357,20 @@ def search_nodes(block, node_start, node_offsets, kinds, n_classes, has_count, c
         n_branches[k] = nb
 
 
+def best_splits(block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf,
+                min_weight, max_exhaustive, width, lead=0) -> tuple:
+    """:func:`search_nodes` with its outputs made here: per node ``(attribute, score, left_slot,
+    right_slot, inf_threshold, n_branches, branches)``, ``branches`` ``width`` slots wide."""
+    n = node_start.shape[0] - 1
+    attr, left, right, n_branches = (np.empty(n, np.int64) for _ in range(4))
+    score = np.empty(n)
+    inf_thr = np.empty(n, np.bool_)
+    branches = np.empty((n, max(width, 1)), np.int64)
+    search_nodes(block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf,
+                 min_weight, max_exhaustive, attr, score, left, right, inf_thr, n_branches, branches, lead)
+    return attr, score, left, right, inf_thr, n_branches, branches
+
+
 # -- the textbook quantities, for people and tests (same formulas as the kernels) ----------------
 def _as_counts(counts) -> np.ndarray:
     return np.asarray(counts, dtype=np.float64)

@@ -22,7 +22,7 @@ import numpy as np
 
 from .avc import AvcPass
 from .compact import compact_splits, scratch_for, wide_attributes
-from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_nodes
+from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, best_splits, impurity
 from .errors import BudgetError
 from .rows import KeptRows, class_dtype, row_bytes, slot_dtype
 from .schema import CATEGORICAL, Schema
@@ -417,18 +417,12 @@ def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, 
     keep = np.copy if copy else (lambda a: a)
     group_offsets = np.concatenate([[0], np.cumsum(offsets[attrs + 1] - offsets[attrs])])
     k_nodes = len(chunk)
-    attr = np.empty(k_nodes, np.int64)
-    score = np.empty(k_nodes)
-    left_slot = np.empty(k_nodes, np.int64)
-    right_slot = np.empty(k_nodes, np.int64)
-    inf_thr = np.empty(k_nodes, np.bool_)
-    n_branches = np.empty(k_nodes, np.int64)
-    branches = np.empty((k_nodes, int(np.diff(group_offsets).max())), np.int64)
     n_slots = int(group_offsets[-1])
-    search_nodes(avc.reshape(k_nodes * n_slots, avc.shape[2]), np.arange(k_nodes + 1) * n_slots,
-                 np.tile(group_offsets, (k_nodes, 1)), schema.kinds[attrs], n_classes, weighted, crit, params.multiway,
-                 float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive,
-                 attr, score, left_slot, right_slot, inf_thr, n_branches, branches, lead)
+    attr, score, left_slot, right_slot, inf_thr, n_branches, branches = best_splits(
+        avc.reshape(k_nodes * n_slots, avc.shape[2]), np.arange(k_nodes + 1) * n_slots,
+        np.tile(group_offsets, (k_nodes, 1)), schema.kinds[attrs], n_classes, weighted, crit, params.multiway,
+        float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive, int(np.diff(group_offsets).max()),
+        lead)
     for k, node in enumerate(chunk):
         j = int(attr[k])
         if j < 0:
