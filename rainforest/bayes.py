@@ -26,7 +26,7 @@ from .estimators import write_model, _params_from_json, _plain, numba_threads
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
-from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, numeric_values
+from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, numeric_values, plain_numbers
 
 #: the naive Bayes part of a model file (also embedded, once per round, in a boosted model)
 BAYES_FORMAT = "rainforest.naive_bayes"
@@ -131,7 +131,7 @@ class BayesPass:
     def _moments(self, state, names, batch, codes, labels, rows, w, first_row):
         for name in names:
             column = batch.column(name)
-            x = _plain_numbers(column)
+            x = plain_numbers(column)
             per_class = state.moments.setdefault(name, {})
             # the class means so far: a shift that lets one pass give accurate moments (not tried on
             # a column with nulls, whose NaN would only make it fail)
@@ -154,23 +154,6 @@ class BayesPass:
         """This pass as one ``GROUPING SETS`` query over a SQL relation (unit weights), else None."""
         from .pushdown import bayes_query
         return bayes_query(self, relation)
-
-
-def _plain_numbers(arr) -> np.ndarray:
-    """A numeric column's values as numpy, without a copy where Arrow allows it (a null-free integer
-    or floating column, in its own type; the kernel converts as it reads), else float64 with NaN for
-    nulls.  Always read-only, so that :func:`column_moments` is compiled once per value type."""
-    if isinstance(arr, pa.ChunkedArray) and arr.num_chunks == 1:
-        arr = arr.chunk(0)
-    typ = arr.type
-    if isinstance(arr, pa.Array) and not arr.null_count and (
-            (pa.types.is_integer(typ) or pa.types.is_floating(typ)) and typ != pa.float16()):
-        values = arr.to_numpy(zero_copy_only=True)
-    else:
-        values = numeric_values(arr)
-    view = values.view()
-    view.flags.writeable = False
-    return view
 
 
 PARTIAL_SUMS = 4  # independent partial sums per class: consecutive rows of a class need not wait on each other

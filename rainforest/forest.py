@@ -1147,8 +1147,8 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
         per_tree = self.n_combinations or 3 * len(numeric)
         feats, coefs = zip(*(draw_combinations(int(s), numeric, per_tree, self.n_combined) for s in seeds))
         # the sample's columns are the numeric attributes, in schema order
-        sample = np.full((len(profile.sample), len(schema.attributes)), np.nan)
-        sample[:, numeric] = profile.sample
+        sample = np.full((profile.n_sample, len(schema.attributes)), np.nan)
+        sample[:, numeric] = profile.held_sample()
         # coefficients apply to attributes in units of their spread in the sample, so no attribute
         # dominates a combination by its scale alone
         with warnings.catch_warnings():

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from .errors import DataError
 from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, lower_bound,
-                     numeric_values)
+                     numeric_values, plain_numbers)
 
 @dataclass
 class ColumnProfile:
@@ -44,13 +44,19 @@ class Profile:
     n_rows: int = 0
     label_counts: dict = field(default_factory=dict)
     columns: dict = field(default_factory=dict)
+    # the binning sample: its first ``n_sample`` rows (numeric columns, Fortran order) and their hashes;
+    # the buffers are filled in place and pruned in place, so a pass allocates them a few times, not per batch
     sample_hash: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
-    sample: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))  # rows x numeric columns
-    # rows that may enter the sample, not merged into it yet: (hashes, rows) blocks
-    pending: list = field(default_factory=list)
-    n_pending: int = 0
+    sample: np.ndarray = field(default_factory=lambda: np.empty((0, 0), order="F"))
+    n_sample: int = 0
+    hash_limit: int | None = None  # rows with a smaller hash may enter; None while the sample is not full
     # a pushed-down profile's quantile bin edges per numeric column (found in the database)
     sample_edges: dict | None = None
+
+
+    def held_sample(self) -> np.ndarray:
+        """The sampled rows (rows x numeric columns) in the order they arrived."""
+        return self.sample[:self.n_sample]
 
 
 @dataclass
@@ -72,7 +78,7 @@ class ProfileTask:
 
     def new_state(self) -> Profile:
         p = Profile(columns={c: ColumnProfile(k) for c, k in self.kinds.items()})
-        p.sample = np.empty((0, len(self.numeric)))
+        p.sample = np.empty((0, len(self.numeric)), order="F")
         return p
 
     def update(self, p: Profile, batch: pa.RecordBatch, first_row: int) -> Profile:
@@ -85,11 +91,13 @@ class ProfileTask:
             if bad.any():
                 raise DataError(f"the weight column {self.weight!r} of {self.where} has a bad value "
                                 f"{w[bad][0]!r} at row {first_row + int(np.argmax(bad))} (weights must be finite and >= 0)")
-        numeric_block = []
         h = chosen = None
         if not self.exact:  # hash first: only rows that can enter the sample are copied
             h = row_hash(np.arange(first_row, first_row + n, dtype=np.uint64), self.seed)
-            chosen = np.flatnonzero(h < p.sample_hash.max()) if len(p.sample_hash) >= self.sample_rows else None
+            chosen = np.flatnonzero(h < p.hash_limit) if p.hash_limit is not None else None
+            at = self._reserve(p, n if chosen is None else len(chosen))
+            p.sample_hash[at:p.n_sample] = h if chosen is None else h[chosen]
+        j = 0  # the numeric column's index in the sample
         for name, cp in p.columns.items():
             col = batch.column(name)
             if cp.kind == CATEGORICAL:
@@ -99,8 +107,8 @@ class ProfileTask:
                         cp.counts[v] = cp.counts.get(v, 0) + c
                         cp.nonmissing += c
                 continue
-            x = numeric_values(col)
-            present, inf = _present_values(x)
+            x = plain_numbers(col)  # integers stay integers: no float copy of the column
+            present, inf = _present_values(x) if x.dtype.kind == "f" else (n, -1)
             if inf >= 0:
                 raise DataError(f"column {name!r} of {self.where} holds {x[inf]} at row "
                                 f"{first_row + inf}; infinite values cannot be split on "
@@ -114,9 +122,11 @@ class ProfileTask:
                         cp.distinct_values()
                 else:  # only whether there are at most max_bins distinct values matters
                     cp.distinct = few_distinct(cp.distinct, _integer_distinct(ok, col.type), self.max_bins)
-            numeric_block.append(x if chosen is None else x[chosen])
-        if numeric_block and not self.exact:
-            self._update_sample(p, np.column_stack(numeric_block), h if chosen is None else h[chosen])
+            if not self.exact:
+                p.sample[at:p.n_sample, j] = x if chosen is None else x[chosen]
+            j += 1
+        if not self.exact and p.n_sample > 2 * self.sample_rows:
+            self._prune(p)
         return p
 
     def check_label(self, col) -> pa.Array:
@@ -144,24 +154,29 @@ class ProfileTask:
         for v, c in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
             p.label_counts[v] = p.label_counts.get(v, 0) + c
 
-    def _update_sample(self, p: Profile, block: np.ndarray, h: np.ndarray) -> None:
-        """Add rows (with their hashes ``h``) that may be among the ``sample_rows`` smallest hashes;
-        they wait in ``pending`` until they would double the sample (one merge, not one per batch)."""
-        p.pending.append((h, block))
-        p.n_pending += len(h)
-        if len(p.sample_hash) + p.n_pending > 2 * self.sample_rows:
+    def _reserve(self, p: Profile, rows: int) -> int:
+        """Make room for ``rows`` more sampled rows (pruning first, then growing the buffers only if
+        that is not enough); the index of the first, with ``n_sample`` already counting them."""
+        if p.n_sample + rows > len(p.sample_hash):
             self._prune(p)
+        if p.n_sample + rows > len(p.sample_hash):
+            size = max(p.n_sample + rows, 2 * self.sample_rows + rows)
+            hashes, sample = np.empty(size, np.uint64), np.empty((size, p.sample.shape[1]), order="F")
+            hashes[:p.n_sample], sample[:p.n_sample] = p.sample_hash[:p.n_sample], p.held_sample()
+            p.sample_hash, p.sample = hashes, sample
+        p.n_sample += rows
+        return p.n_sample - rows
 
     def _prune(self, p: Profile) -> None:
-        if p.pending:
-            hashes, blocks = zip(*p.pending)
-            p.sample_hash = np.concatenate([p.sample_hash, *hashes])
-            p.sample = np.concatenate([p.sample, *blocks]) if len(p.sample) else np.concatenate(blocks)
-            p.pending, p.n_pending = [], 0
-        if len(p.sample_hash) > self.sample_rows:
-            keep = np.argpartition(p.sample_hash, self.sample_rows)[:self.sample_rows]
-            keep.sort()
-            p.sample_hash, p.sample = p.sample_hash[keep], p.sample[keep]
+        """Keep the ``sample_rows`` rows of smallest hash, in place and in the order they arrived."""
+        if p.n_sample > self.sample_rows:
+            kept = np.zeros(p.n_sample, np.bool_)  # ascending by a mask, not by sorting
+            kept[np.argpartition(p.sample_hash[:p.n_sample], self.sample_rows)[:self.sample_rows]] = True
+            keep = np.flatnonzero(kept)
+            _keep_in_place(keep, p.sample_hash, p.sample)
+            p.n_sample = self.sample_rows
+        if p.n_sample >= self.sample_rows:
+            p.hash_limit = int(p.sample_hash[:p.n_sample].max())
 
     def sql_aggregate(self, relation):
         """This pass as one aggregate query over a SQL relation (see :mod:`rainforest.pushdown`)."""
@@ -184,11 +199,10 @@ class ProfileTask:
                 ca.distinct_values()
                 if not self.exact and len(ca.distinct) > self.max_bins:
                     ca.distinct = None
-        self._prune(b)
-        if len(b.sample_hash):
-            self._prune(a)
-            a.sample_hash = np.concatenate([a.sample_hash, b.sample_hash])
-            a.sample = np.concatenate([a.sample, b.sample]) if len(a.sample) else b.sample
+        if b.n_sample:
+            self._prune(b)
+            at = self._reserve(a, b.n_sample)
+            a.sample_hash[at:a.n_sample], a.sample[at:a.n_sample] = b.sample_hash[:b.n_sample], b.held_sample()
             self._prune(a)
         return a
 
@@ -201,8 +215,7 @@ class ProfileTask:
             raise DataError(f"the target column {self.target!r} of {self.where} has a single class "
                             f"({only!r}); a classifier needs at least two")
         self._prune(p)
-        order = np.lexsort((p.sample_hash,)) if len(p.sample_hash) else np.empty(0, np.int64)
-        sample = p.sample[order] if len(order) else p.sample
+        sample = p.held_sample()[np.argsort(p.sample_hash[:p.n_sample], kind="stable")]
         attributes = []
         numeric_index = {c: i for i, c in enumerate(self.numeric)}
         for name, cp in p.columns.items():
@@ -244,6 +257,17 @@ def _present_values(x):
 
 
 @numba.njit(cache=True, nogil=True)
+def _keep_in_place(keep, hashes, sample):
+    """Move the rows ``keep`` (ascending) of ``hashes`` and ``sample`` to the front, in order: row
+    ``keep[i] >= i`` is read before anything is written over it."""
+    for i in range(keep.shape[0]):
+        hashes[i] = hashes[keep[i]]
+    for j in range(sample.shape[1]):
+        for i in range(keep.shape[0]):
+            sample[i, j] = sample[keep[i], j]
+
+
+@numba.njit(cache=True, nogil=True)
 def _few_distinct(known, values, limit):
     """Sorted distinct values of ``known`` and ``values``, or an empty array with flag False past ``limit``."""
     buf = np.empty(limit + 1)
@@ -266,7 +290,7 @@ def _integer_distinct(values: np.ndarray, typ: pa.DataType) -> np.ndarray:
     if not pa.types.is_integer(typ) or len(values) == 0:
         return values
     lo, hi = _value_range(values)
-    if hi - lo > 1 << 20:
+    if float(hi) - float(lo) > 1 << 20:  # in floats: int64 extremes would wrap
         return values
     return np.flatnonzero(_marked(values, lo, int(hi - lo) + 1)) + lo
 

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from .schema import Schema, numeric_values, slot_of
+from .schema import NUMERIC, Schema, numeric_values, plain_numbers, slot_of
 
 
 def slot_dtype(schema: Schema) -> np.dtype:
@@ -75,6 +75,48 @@ def to_slots(X, kinds, n_slots, cuts, cut_offsets, lut_lo, lut_scale, lut, lut_o
                 out[i, a] = slot_of(v, c, table, lo, scale)
             else:
                 out[i, a] = min(int(v), miss)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def value_slots(x, c, table, lo, scale, miss, out):
+    """``out[i]``: the slot of ``x[i]`` among the cuts ``c`` (:func:`slot_of`), ``miss`` for NaN.  ``x``
+    is read in its own type (a column straight from Arrow), in parallel over the rows."""
+    for i in numba.prange(x.shape[0]):
+        v = x[i]
+        out[i] = miss if v != v else slot_of(v, c, table, lo, scale)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def integer_slots(x, c, table, base, out):
+    """``out[i]``: the slot of the integer ``x[i]`` from :func:`rainforest.schema.integer_lookup`'s
+    ``table`` (one load where :func:`value_slots` searches)."""
+    m = c.shape[0]
+    first, last = c[0], c[m - 1]
+    for i in numba.prange(x.shape[0]):
+        v = x[i]
+        if v <= first:
+            out[i] = 0
+        elif v > last:
+            out[i] = m
+        else:
+            out[i] = table[np.int64(v) - base]
+
+
+def attribute_slots(schema: Schema, j: int, column, out: np.ndarray) -> None:
+    """Write the slots of attribute ``j``'s column (Arrow) into ``out``, as :func:`to_slots` would from
+    :meth:`Schema.encode`'s matrix but without it: numbers are read in their own type, once."""
+    a = schema.attributes[j]
+    if a.kind != NUMERIC:
+        out[:] = a.category_slots(column)
+        return
+    x = plain_numbers(column)
+    integers = schema.integer_tables()[j]
+    cuts, cut_offsets, lut_lo, lut_scale, lut, lut_offsets = schema.slot_tables()
+    c = cuts[cut_offsets[j]:cut_offsets[j + 1]]
+    if integers is not None and x.dtype.kind in "iu" and x.dtype != np.uint64:
+        integer_slots(x, c, integers[0], integers[1], out)
+    else:
+        value_slots(x, c, lut[lut_offsets[j]:lut_offsets[j + 1]], lut_lo[j], lut_scale[j], a.n_slots, out)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -155,10 +197,9 @@ class RowBlock:
 
 def encode_rows(schema: Schema, batch: pa.RecordBatch, class_weight: np.ndarray | None, weighted: bool) -> RowBlock:
     """A batch of raw rows as a :class:`RowBlock` at the root."""
-    X = schema.encode(batch)
-    S = np.empty(X.shape, slot_dtype(schema), order="F")
-    n_slots = np.array([a.n_slots for a in schema.attributes], np.int64)
-    to_slots(X, schema.kinds, n_slots, *schema.slot_tables(), S)
+    S = np.empty((batch.num_rows, len(schema.attributes)), slot_dtype(schema), order="F")
+    for j, a in enumerate(schema.attributes):
+        attribute_slots(schema, j, batch.column(a.name), S[:, j])
     y = schema.label.codes(batch.column(schema.label.name))
     if weighted:
         w = numeric_values(batch.column(schema.weight)) if schema.weight else np.ones(len(y))

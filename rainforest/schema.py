@@ -54,18 +54,21 @@ def numeric_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return arr.to_numpy(zero_copy_only=False)
 
 
-def _copy_plain_numbers(arr, out: np.ndarray) -> bool:
-    """Copy a null-free integer or floating column into ``out`` as float64, converting in the same
-    copy (no intermediate array); False, copying nothing, for any other column."""
-    if isinstance(arr, pa.ChunkedArray):
-        if arr.num_chunks != 1:
-            return False
+def plain_numbers(arr) -> np.ndarray:
+    """A numeric column's values as numpy, without a copy where Arrow allows it (a null-free integer
+    or floating column, in its own type; kernels convert as they read), else float64 with NaN for
+    nulls.  Always read-only, so that a kernel is compiled once per value type, not per flag."""
+    if isinstance(arr, pa.ChunkedArray) and arr.num_chunks == 1:
         arr = arr.chunk(0)
     typ = arr.type
-    if arr.null_count or not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
-        return False
-    np.copyto(out, arr.to_numpy(zero_copy_only=True), casting="unsafe")
-    return True
+    if isinstance(arr, pa.Array) and not arr.null_count and (
+            (pa.types.is_integer(typ) or pa.types.is_floating(typ)) and typ != pa.float16()):
+        values = arr.to_numpy(zero_copy_only=True)
+    else:
+        values = numeric_values(arr)
+    view = values.view()
+    view.flags.writeable = False
+    return view
 
 
 def category_values(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -109,16 +112,26 @@ class Attribute:
             return a if t == b else t
         return float(self.cuts[left_slot])
 
-    def category_codes(self, arr) -> np.ndarray:
-        """float64 codes of a categorical column: index in categories, V if unknown, NaN if missing."""
+    def _category_index(self, arr) -> tuple[pa.Array, pa.Array]:
+        """The column as a plain array, and each value's index in categories (null if unknown or missing)."""
         arr = category_values(arr)
         value_set = pa.array(self.categories, type=arr.type) if self.categories else pa.array([], arr.type)
-        idx = pc.index_in(arr, value_set=value_set)
+        return arr, pc.index_in(arr, value_set=value_set)
+
+    def category_codes(self, arr) -> np.ndarray:
+        """float64 codes of a categorical column: index in categories, V if unknown, NaN if missing."""
+        arr, idx = self._category_index(arr)
         codes = idx.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls -> NaN
         if arr.null_count or np.isnan(codes).any():
             known_missing = arr.is_null().to_numpy(zero_copy_only=False)
             codes[np.isnan(codes) & ~known_missing] = len(self.categories)
         return codes
+
+    def category_slots(self, arr) -> np.ndarray:
+        """int32 slots of a categorical column: the category's index; unknown and missing values
+        share the last slot ``V``, as in :func:`rainforest.rows.to_slots`."""
+        _, idx = self._category_index(arr)
+        return idx.fill_null(len(self.categories)).to_numpy(zero_copy_only=False)
 
 
 @dataclass
@@ -147,6 +160,7 @@ class Schema:
     label: Label | None = None
     weight: str | None = None
     _tables: tuple | None = field(default=None, repr=False, compare=False)
+    _integer_tables: list | None = field(default=None, repr=False, compare=False)
 
     @property
     def names(self) -> list[str]:
@@ -173,6 +187,13 @@ class Schema:
                             lut_offsets)
         return self._tables
 
+    def integer_tables(self) -> list:
+        """Per attribute, :func:`integer_lookup`'s table of its cuts, or None (computed once)."""
+        if self._integer_tables is None:
+            self._integer_tables = [integer_lookup(np.asarray(a.cuts, np.float64)) if a.kind == NUMERIC else None
+                                    for a in self.attributes]
+        return self._integer_tables
+
     def encode(self, batch: pa.RecordBatch | pa.Table) -> np.ndarray:
         """The raw ``(n_rows, n_attributes)`` float64 matrix of a batch (see module doc)."""
         n = batch.num_rows
@@ -181,8 +202,8 @@ class Schema:
             col = batch.column(a.name)
             if a.kind == CATEGORICAL:
                 out[:, j] = a.category_codes(col)
-            elif not _copy_plain_numbers(col, out[:, j]):
-                out[:, j] = numeric_values(col)
+            else:
+                out[:, j] = plain_numbers(col)
         return out
 
 
@@ -200,6 +221,20 @@ def slot_lookup(cuts: np.ndarray) -> tuple[float, float, np.ndarray]:
     scale = cells / (float(cuts[-1]) - lo)
     edges = lo + np.arange(cells + 1) / scale
     return lo, scale, np.searchsorted(cuts, edges, side="left").astype(np.int64)
+
+
+INTEGER_SPAN = 1 << 16  # integers between the first and last cut for which a table of slots is made
+
+
+def integer_lookup(cuts: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """``(table, base)``: ``table[v - base]`` is the slot of each integer ``v`` from ``floor(cuts[0])``
+    to ``ceil(cuts[-1])``; None when those are more than :data:`INTEGER_SPAN` or too large to be exact
+    in float64.  Integer columns (ages, counts, codes) then find a slot with one load, no search."""
+    if len(cuts) == 0 or not (abs(cuts[0]) < 2.0 ** 52 and abs(cuts[-1]) < 2.0 ** 52) \
+            or cuts[-1] - cuts[0] >= INTEGER_SPAN:
+        return None
+    base, top = int(np.floor(cuts[0])), int(np.ceil(cuts[-1]))
+    return np.searchsorted(cuts, np.arange(base, top + 1, dtype=np.float64), side="left").astype(np.int64), base
 
 
 @numba.njit(cache=True, inline="always")

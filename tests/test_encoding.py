@@ -1,0 +1,108 @@
+"""Encoding rows into slots, and the profiling pass's binning sample.
+
+The slots a data pass counts are computed column by column from Arrow, in each column's own type
+(:func:`rainforest.rows.attribute_slots`); they must equal those of the float64 matrix that
+routing uses (:meth:`Schema.encode` then :func:`rainforest.rows.to_slots`), for every type.
+"""
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rainforest.profile import ProfileTask
+from rainforest.rowhash import row_hash
+from rainforest.rows import encode_rows, slot_dtype, to_slots
+from rainforest.schema import CATEGORICAL, NUMERIC
+
+INTEGER_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
+
+
+def _profiled_schema(table, kinds, exact, max_bins=16):
+    task = ProfileTask(kinds, "y", None, "test", exact=exact, max_bins=0 if exact else max_bins, sample_rows=500)
+    state = task.update(task.new_state(), table.to_batches()[0], 0)
+    return task.schema(state)
+
+
+def _matrix_slots(schema, batch):
+    X = schema.encode(batch)
+    S = np.empty(X.shape, slot_dtype(schema), order="F")
+    to_slots(X, schema.kinds, np.array([a.n_slots for a in schema.attributes], np.int64), *schema.slot_tables(), S)
+    return S
+
+
+def _columns(typ, rng, n, nulls):
+    """Values of ``typ`` over its range's low end (and negatives where signed), with a few nulls."""
+    lo = -300 if pa.types.is_signed_integer(typ) or pa.types.is_floating(typ) else 0
+    hi = {8: 100, 16: 3000, 32: 70000, 64: 70000}[typ.bit_width] if pa.types.is_integer(typ) else 5000
+    lo = max(lo, -100) if typ.bit_width == 8 else lo
+    values = rng.integers(lo, hi, n).astype(typ.to_pandas_dtype())
+    if pa.types.is_floating(typ):
+        values = values + rng.random(n).astype(values.dtype)
+    mask = (rng.random(n) < 0.05) if nulls else None
+    return pa.array(values, type=typ, mask=mask)
+
+
+@pytest.mark.parametrize("exact", [True, False], ids=["exact", "binned"])
+@pytest.mark.parametrize("nulls", [False, True], ids=["plain", "nulls"])
+@pytest.mark.parametrize("typ", INTEGER_TYPES + [pa.float32(), pa.float64()], ids=str)
+def test_slots_from_arrow_equal_slots_of_the_float_matrix(typ, nulls, exact):
+    rng = np.random.default_rng(typ.bit_width + 7 * nulls + 3 * exact)
+    train = pa.table({"x": _columns(typ, rng, 2000, nulls), "c": pa.array(rng.choice(["a", "b", "c"], 2000)),
+                      "y": pa.array(rng.integers(0, 2, 2000))})
+    schema = _profiled_schema(train, {"x": NUMERIC, "c": CATEGORICAL}, exact)
+    # new rows: values between, below and above the training values, unseen categories, nulls
+    test = pa.table({"x": _columns(typ, rng, 5000, nulls), "c": pa.array(rng.choice(["a", "c", "zz", None], 5000)),
+                     "y": pa.array(rng.integers(0, 2, 5000))})
+    batch = test.to_batches()[0]
+    rows = encode_rows(schema, batch, None, False)
+    np.testing.assert_array_equal(rows.S, _matrix_slots(schema, batch))
+    assert (rows.S[:, 1] == 3).sum() == sum(v in ("zz", None) for v in test.column("c").to_pylist())
+    if pa.types.is_integer(typ) and not exact:  # the direct table covers the cuts' integer span
+        assert schema.integer_tables()[0] is not None
+
+
+def test_integers_too_large_for_a_table_are_searched():
+    """int64 values past 2**52 (no exact float table) and uint64 (no signed index) take the search path."""
+    rng = np.random.default_rng(1)
+    big = (np.int64(1) << 60) + rng.integers(-10 ** 6, 10 ** 6, 3000) * 1024
+    train = pa.table({"b": pa.array(big[:1000]), "u": pa.array(rng.integers(0, 500, 1000).astype(np.uint64)),
+                      "y": pa.array(rng.integers(0, 2, 1000))})
+    for exact in (True, False):
+        schema = _profiled_schema(train, {"b": NUMERIC, "u": NUMERIC}, exact)
+        assert schema.integer_tables()[0] is None
+        batch = pa.table({"b": pa.array(big), "u": pa.array(rng.integers(0, 600, 3000).astype(np.uint64)),
+                          "y": pa.array(rng.integers(0, 2, 3000))}).to_batches()[0]
+        np.testing.assert_array_equal(encode_rows(schema, batch, None, False).S, _matrix_slots(schema, batch))
+
+
+@pytest.mark.parametrize("batch_rows", [97, 1000, 20_000])
+def test_binning_sample_holds_the_smallest_hashes_however_rows_arrive(batch_rows):
+    """The sample filled and pruned in place is the ``sample_rows`` rows of smallest hash, whatever the
+    batch size, and also when partial profiles (a Dask job's partitions) are merged."""
+    rng = np.random.default_rng(0)
+    n, size, seed = 20_000, 700, 5
+    table = pa.table({"a": pa.array(rng.integers(0, 10 ** 6, n)), "b": pa.array(rng.random(n)),
+                      "y": pa.array(rng.integers(0, 2, n))})
+    task = ProfileTask({"a": NUMERIC, "b": NUMERIC}, "y", None, "test", exact=False, max_bins=32, sample_rows=size,
+                       seed=seed)
+    parts = []
+    for start in range(0, n, 5_000):  # four partitions, each folded batch by batch
+        state = task.new_state()
+        for b in table.slice(start, 5_000).to_batches(max_chunksize=batch_rows):
+            state = task.update(state, b, start)
+            start += b.num_rows
+        parts.append(state)
+    merged = parts[0]
+    for p in parts[1:]:
+        merged = task.merge(merged, p)
+    whole = task.new_state()
+    for b in table.to_batches(max_chunksize=batch_rows * 3):
+        whole = task.update(whole, b, whole.n_rows)
+    smallest = np.sort(np.argsort(row_hash(np.arange(n, dtype=np.uint64), seed), kind="stable")[:size])
+    expected = np.column_stack([table.column("a").to_numpy()[smallest], table.column("b").to_numpy()[smallest]])
+    for state in (merged, whole):
+        task._prune(state)
+        assert state.n_sample == size
+        held = state.held_sample()
+        np.testing.assert_array_equal(held[np.lexsort(held.T[::-1])], expected[np.lexsort(expected.T[::-1])])
+    # the pass over the whole table keeps the rows in row order
+    np.testing.assert_array_equal(whole.held_sample(), expected)
