@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -73,16 +72,6 @@ def _floor_sql(folder: str) -> str:
     return f"SELECT count(*), {sums} FROM read_parquet('{glob}')"
 
 
-def _timed(repeats: int, run) -> tuple[float, list, object]:
-    """The median seconds of ``repeats`` calls of ``run``, every time, and the last call's result."""
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = run()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), times, out
-
-
 def _run_duckdb(train, test, function, repeats) -> dict:
     import duckdb
 
@@ -93,7 +82,7 @@ def _run_duckdb(train, test, function, repeats) -> dict:
     warmup = time.perf_counter() - t0
     sql = _floor_sql(os.path.abspath(train))
     rss0 = _vm_rss_mb()
-    seconds, times, res = _timed(repeats, lambda: con.execute(sql).fetchone())
+    seconds, times, res = harness.timed_median(repeats, lambda: con.execute(sql).fetchone())
     con.close()
     n = int(res[0])
     return {"seconds": seconds, "all_seconds": times, "passes": 1, "test_accuracy": None, "threads": int(threads),
@@ -120,7 +109,7 @@ def _run_rainforest(train, test, function, repeats, via_duckdb=False) -> dict:
     del warm
 
     rss0 = _vm_rss_mb()
-    seconds, times, clf = _timed(repeats, lambda: NaiveBayesClassifier().fit(
+    seconds, times, clf = harness.timed_median(repeats, lambda: NaiveBayesClassifier().fit(
         DuckDBSource(parquet=train) if via_duckdb else train, target=LABEL))  # the source is timed too
     t1 = time.perf_counter()
     acc = float(clf.score(test, target=LABEL))

@@ -89,12 +89,10 @@ def _run_rainforest(args, max_bins) -> dict:
     warmup = time.perf_counter() - t0
     del warm
 
-    clf = DecisionTreeClassifier(**kw)
     rss0 = _vm_rss_mb()
     _mark(FIT_START)
-    t0 = time.perf_counter()
-    clf.fit(args.train, target=LABEL)
-    fit = time.perf_counter() - t0
+    fit, times, clf = harness.timed_median(args.repeats, lambda: DecisionTreeClassifier(**kw).fit(args.train,
+                                                                                                 target=LABEL))
     _mark(FIT_END)
     acc = float(clf.score(args.test, target=LABEL))
     gs = getattr(clf, "grow_stats_", None)
@@ -104,8 +102,8 @@ def _run_rainforest(args, max_bins) -> dict:
         stats = dataclasses.asdict(gs)
     else:
         stats = {k: v for k, v in vars(gs).items() if not k.startswith("_")}
-    return {"fit_seconds": fit, "read_seconds": None, "passes": int(clf.n_passes_), "test_accuracy": acc,
-            "grow_stats": stats, "passes_per_level": [int(p) for p in getattr(clf, "n_passes_per_level_", [])],
+    return {"fit_seconds": fit, "fit_seconds_all": times, "read_seconds": None, "passes": int(clf.n_passes_),
+            "test_accuracy": acc, "grow_stats": stats, "passes_per_level": [int(p) for p in getattr(clf, "n_passes_per_level_", [])],
             "memory_budget": str(clf.memory_budget), "algorithm": str(clf.algorithm),
             "warmup_seconds": warmup, "rss_before_fit_mb": rss0, "threads": int(numba.config.NUMBA_NUM_THREADS),
             "tree_depth": int(clf.get_depth()), "n_leaves": int(clf.get_n_leaves())}
@@ -116,7 +114,7 @@ def _run_in_memory(args, make, threads) -> dict:
     from bench_foundation import fit_in_memory
 
     return fit_in_memory(args.train, args.test, make, threads,
-                         mark=lambda start: _mark(FIT_START if start else FIT_END))
+                         mark=lambda start: _mark(FIT_START if start else FIT_END), repeats=args.repeats)
 
 
 def _run_sklearn(args) -> dict:
@@ -187,15 +185,14 @@ def _run_spark(args) -> dict:
 
     rss0 = _vm_rss_mb()
     _mark(FIT_START)
-    t0 = time.perf_counter()
-    model = make().fit(prepare(spark.read.parquet(os.path.abspath(args.train))))
-    fit = time.perf_counter() - t0
+    fit, times, model = harness.timed_median(
+        args.repeats, lambda: make().fit(prepare(spark.read.parquet(os.path.abspath(args.train)))))
     _mark(FIT_END)
     pred = model.transform(prepare(spark.read.parquet(os.path.abspath(args.test))))
     acc = float(MulticlassClassificationEvaluator(labelCol="label", predictionCol="prediction",
                                                   metricName="accuracy").evaluate(pred))
     jvm_hwm = status_kb(jvm_pid, "VmHWM:")  # read before the JVM goes away
-    row = {"fit_seconds": fit, "read_seconds": None, "passes": None, "test_accuracy": acc, "threads": 2,
+    row = {"fit_seconds": fit, "fit_seconds_all": times, "read_seconds": None, "passes": None, "test_accuracy": acc, "threads": 2,
            "warmup_seconds": warmup, "startup_seconds": startup, "rss_before_fit_mb": rss0,
            "jvm_pid": jvm_pid, "jvm_peak_rss_mb": jvm_hwm / 1024.0 if jvm_hwm is not None else None,
            "jvm_max_heap_mb": max_heap_mb, "spark_driver_memory": args.spark_driver_memory,
@@ -242,11 +239,11 @@ def _kill_session(sid: int) -> None:
             pass
 
 
-def run_child(name: str, child_args, time_limit: float, setup_timeout: float) -> dict:
+def run_child(name: str, child_args, time_limit: float, setup_timeout: float, repeats: int = 1) -> dict:
     """Run ``--child name`` in its own session; returns its row with ``status`` set.
 
     Limits: ``setup_timeout`` seconds until the child announces its timed fit (imports,
-    JVM start, warm-up), ``time_limit`` seconds for the fit (read included), then
+    JVM start, warm-up), ``time_limit`` seconds for each of its ``repeats`` fits (read included), then
     ``setup_timeout`` again for scoring. On a limit the whole session (e.g. Spark's JVM too)
     is killed. Every ``SAMPLE_EVERY`` s the summed ``VmRSS`` of the session's processes is
     sampled (``tree_peak_rss_mb``) and each process's ``VmHWM`` is remembered
@@ -283,8 +280,9 @@ def run_child(name: str, child_args, time_limit: float, setup_timeout: float) ->
                     fit_end = now
             if fit_start is None and now - t0 > setup_timeout:
                 killed = f"timeout: set-up (imports, start, warm-up) over {setup_timeout:.0f} s"
-            elif fit_start is not None and fit_end is None and now - fit_start > time_limit:
-                killed = f"over time limit: fit killed after {time_limit:.0f} s"
+            elif fit_start is not None and fit_end is None and now - fit_start > time_limit * repeats:
+                killed = (f"over time limit: fit killed after {time_limit:.0f} s" if repeats == 1 else
+                          f"over time limit: {repeats} fits killed after {time_limit * repeats:.0f} s")
             elif fit_end is not None and now - fit_end > setup_timeout:
                 killed = f"timeout: scoring over {setup_timeout:.0f} s"
             if killed:
@@ -576,6 +574,9 @@ def write_markdown(path: Path, rows, info) -> None:
         "- Every child first runs an untimed warm-up fit on 5,000 rows (rainforest: Numba kernels from the "
         "cache; peers: first-call set-up; Spark: session start and JIT). Before each contender the parent "
         "reads the training files once (page cache) when they take less than half the RAM.",
+        f"- Repeats: each contender fits {info.get('repeats', 1)} time(s) in a row in its process at sizes up to "
+        f"{rows_label(info.get('repeat_max_rows', 0))} rows (once above), and `fit s` is the median "
+        "(every fit's seconds are in the JSON, `fit_seconds_all`); peak RSS covers all of them.",
         "- A contender that cannot run at a size keeps its row: `failed: ...` (exception, e.g. `BudgetError`, "
         "or killed, e.g. by the OOM killer), `over time limit` (the fit passed the limit and was killed), "
         "`not run: predicted N s > time limit` (with skip-predicted: its time at the next smaller size × the "
@@ -697,6 +698,11 @@ def main(argv=None) -> int:
     p.add_argument("--skip-predicted", action=argparse.BooleanOptionalAction, default=True,
                    help="skip a contender whose time at the next smaller size × the size ratio exceeds the time "
                         "limit, or that failed there (default on)")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="fits per contender in its process, the median reported (default 1); the time limit "
+                        "is per fit")
+    p.add_argument("--repeat-max-rows", type=int, default=10_000_000,
+                   help="sizes above this many rows are fitted once whatever --repeats says (default 10000000)")
     p.add_argument("--memory-budget", default=None, help="rainforest's memory_budget (default: the library's)")
     p.add_argument("--spill-dir", default=None, help="rainforest's spill_dir (default: the system's temporary folder)")
     p.add_argument("--spark-driver-memory", default="16g", help="spark.driver.memory (default 16g)")
@@ -739,6 +745,8 @@ def main(argv=None) -> int:
         p.error("--files must be between 1 and the smallest --rows")
     if args.test_rows < 1:
         p.error("--test-rows must be >= 1")
+    if args.repeats < 1:
+        p.error("--repeats must be >= 1")
     contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
     ram_bytes = (harness.machine()["ram_gb"] or 0) * 2 ** 30
 
@@ -746,7 +754,8 @@ def main(argv=None) -> int:
         **harness.run_info(PACKAGES),
         "rows_list": args.rows, "functions": args.functions, "depth": args.depth, "test_rows": args.test_rows,
         "contenders": contenders, "time_limit": args.time_limit, "setup_timeout": args.setup_timeout,
-        "skip_predicted": args.skip_predicted, "memory_budget": args.memory_budget,
+        "skip_predicted": args.skip_predicted, "repeats": args.repeats, "repeat_max_rows": args.repeat_max_rows,
+        "memory_budget": args.memory_budget,
         "spark_driver_memory": args.spark_driver_memory, "one_billion_json": args.one_billion_json, "data": [],
     }
     rows = []
@@ -779,14 +788,17 @@ def main(argv=None) -> int:
                     cache = harness.warm_page_cache(train) if warm_cache else None
                     print(f"F{f} {rows_label(n)} {name} ..." + (f" (page cache warmed in {cache:.1f} s)"
                                                                   if cache is not None else ""), flush=True)
+                    repeats = args.repeats if n <= args.repeat_max_rows else 1
                     child_args = ["--train", str(train), "--test", str(test), "--depth", str(args.depth),
-                                  "--function", str(f), "--spark-driver-memory", args.spark_driver_memory]
+                                  "--function", str(f), "--spark-driver-memory", args.spark_driver_memory,
+                                  "--repeats", str(repeats)]
                     if args.memory_budget:
                         child_args += ["--memory-budget", args.memory_budget]
                     if args.spill_dir:
                         child_args += ["--spill-dir", args.spill_dir]
-                    row = run_child(name, child_args, args.time_limit, args.setup_timeout)
+                    row = run_child(name, child_args, args.time_limit, args.setup_timeout, repeats)
                     row["cache_warm_seconds"] = cache
+                    row["repeats"] = repeats
                 row = {"function": f, "rows": n, **row}
                 rows.append(row)
                 prev[name] = row

@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -39,6 +40,17 @@ META_VERSION = 1
 
 # ---------------------------------------------------------------------------
 # helpers shared by parent and children
+
+
+def timed_median(repeats: int, run) -> tuple[float, list, object]:
+    """The median seconds of ``repeats`` calls of ``run``, every call's seconds, and the last call's
+    result.  Single runs of a fit of a few seconds vary by a tenth or more on a shared machine."""
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = run()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), times, out
 
 
 def status_kb(pid, key: str):
