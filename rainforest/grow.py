@@ -24,7 +24,7 @@ from .avc import AvcPass
 from .compact import compact_splits, scratch_for, wide_attributes
 from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, best_splits, impurity
 from .errors import BudgetError
-from .rows import KeptRows, class_dtype, row_bytes, slot_dtype
+from .rows import KeptRows, class_dtype, descend, row_bytes, slot_dtype
 from .schema import CATEGORICAL, Schema
 from .spill import Spill
 from .tree import KIND_NAMES, Tree
@@ -90,20 +90,42 @@ class _Nodes:
                 np.asarray(self.slot_branch, np.int32), np.asarray(self.branch_offset, np.int32),
                 np.asarray(self.slot_cut, np.int64), np.asarray(self.missing_branch, np.int32), n_slots)
 
+    def breadth_first(self) -> np.ndarray:
+        """Node ids in breadth-first order, children in branch order: the model's numbering, whatever
+        order growth split a level's nodes in (it is their creation order when that was frontier order)."""
+        order = [0]
+        for k in order:  # the list grows while it is walked
+            if self.first_child[k] >= 0:
+                order.extend(range(self.first_child[k], self.first_child[k] + self.n_children[k]))
+        return np.asarray(order, np.int64)
+
     def to_tree(self, schema: Schema, criterion: str, n_classes: int) -> Tree:
-        value = np.asarray(self.value, np.float64).reshape(-1, n_classes)
+        order = self.breadth_first()
+        new_id = np.empty(len(order), np.int64)
+        new_id[order] = np.arange(len(order))
+        first_child = np.asarray(self.first_child, np.int64)[order]
+        first_child = np.where(first_child >= 0, new_id[np.maximum(first_child, 0)], -1)
+        cat_offset = np.asarray(self.cat_offset, np.int64)[order]
+        cat_branch = []  # each categorical split's table (its categories, then unseen ones), in the new order
+        for k, at in enumerate(cat_offset):
+            if at >= 0:
+                cat_offset[k] = len(cat_branch)
+                cat_branch.extend(self.cat_branch[at:at + len(schema.attributes[self.feature[order[k]]].categories) + 1])
+        value = np.asarray(self.value, np.float64).reshape(-1, n_classes)[order]
         cats = [list(a.categories) if a.kind == CATEGORICAL else None for a in schema.attributes]
         return Tree(feature_names=schema.names, feature_kinds=[KIND_NAMES[a.kind] for a in schema.attributes],
                     categories=cats, classes=list(schema.label.classes), criterion=criterion,
                     target=schema.label.name,
-                    feature=np.asarray(self.feature, np.int32), threshold=np.asarray(self.threshold, np.float64),
-                    first_child=np.asarray(self.first_child, np.int32),
-                    n_children=np.asarray(self.n_children, np.int32),
-                    missing_branch=np.asarray(self.missing_branch, np.int32),
-                    cat_offset=np.asarray(self.cat_offset, np.int32),
-                    cat_branch=np.asarray(self.cat_branch, np.int32), value=value,
-                    n_node_samples=np.asarray(self.n_node_samples, np.int64),
-                    weighted_n_node_samples=value.sum(axis=1), impurity=np.asarray(self.impurity, np.float64))
+                    feature=np.asarray(self.feature, np.int32)[order],
+                    threshold=np.asarray(self.threshold, np.float64)[order],
+                    first_child=first_child.astype(np.int32),
+                    n_children=np.asarray(self.n_children, np.int32)[order],
+                    missing_branch=np.asarray(self.missing_branch, np.int32)[order],
+                    cat_offset=cat_offset.astype(np.int32),
+                    cat_branch=np.asarray(cat_branch, np.int32), value=value,
+                    n_node_samples=np.asarray(self.n_node_samples, np.int64)[order],
+                    weighted_n_node_samples=value.sum(axis=1),
+                    impurity=np.asarray(self.impurity, np.float64)[order])
 
 
 @dataclass
@@ -156,6 +178,28 @@ class _Supply:
         state = self.source.run_pass(task, self.columns, self.batch_size, meter)
         meter.done()
         return state, True
+
+    def spilled(self, nodes: list) -> bool:
+        """Whether the rows of every node in ``nodes`` are in the spill folder (and only there); with no
+        nodes, whether there is a spill folder to read."""
+        return self.spill is not None and self.spill.generation >= 0 and all(n in self.part_of for n in nodes)
+
+    def load(self, nodes: list, rows_of: list, routing: tuple, n_tree_nodes: int, schema: Schema, n_classes: int,
+             weighted: bool, level: int) -> KeptRows:
+        """The rows of ``nodes`` read from their spill partitions into memory, grouped by node in row
+        order, as RF-Hybrid keeps rows: one read of the partitions counts every attribute of every
+        node (compact AVC-groups) where dense ones would take a read per node and attribute group."""
+        kept = KeptRows(nodes, rows_of, n_tree_nodes, len(schema.attributes), slot_dtype(schema),
+                        class_dtype(n_classes), weighted)
+        parts = {self.part_of[n] for n in nodes}
+        meter = PassMeter(f"level {level}, spill partitions {sorted(parts)}, {len(nodes)} node(s) loaded and "
+                          f"counted in memory", self.verbose, int(sum(rows_of)))
+        for rows in self.spill.read(parts, self.batch_size):
+            descend(rows.S, rows.node, *routing)
+            kept.add(rows)
+            meter(len(rows))
+        meter.done()
+        return kept
 
 
 def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, batch_size: int,
@@ -233,16 +277,25 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                 del derived[child]
                 parent_avc.pop(parent)
         chunks = list(_pack(_families(frontier, derived), per_pass))
+        # Exact mode: spilled nodes whose rows fit the room for kept rows are loaded, as many to a read
+        # as fit, and counted in memory with compact AVC-groups (all attributes in one read, where dense
+        # ones take a read per node and attribute group).  They come after the other chunks, the first of
+        # which may write the next spill; the tree is numbered breadth-first whatever the order.
+        n_dense = len(chunks)
+        if wide.any() and root_done and memory_rows and not pull and supply.spilled([]):
+            chunks, loads = _spilled_loads(chunks, in_memory, supply, nodes.n_node_samples, memory_rows)
+            n_dense = len(chunks)
+            chunks += [[[n] for n in load] for load in loads]
         # RF-Write: when the rows not in memory must be read more than once this level, the first
         # read also writes them, partitioned by the chunk that counts them, for the other reads.
         # (Spilling also when only later levels read the rows again was tried: at 100M rows the fit
         # took 89 s, not 109 s, in 2 passes, but the spill's reads raised the peak RSS from 644 MB to
         # 1,093 MB, past the 1 GB that 100M rows must stay under.)
-        reads = sum(1 for c in chunks if any(n not in in_memory for g in c for n in g if n not in derived))
+        reads = sum(1 for c in chunks[:n_dense] if any(n not in in_memory for g in c for n in g if n not in derived))
         write = params.write and local and not pull and reads * len(groups) > 1
         routing = nodes.slot_routing(n_slots)
         stop = False
-        for chunk_groups in chunks:
+        for ci, chunk_groups in enumerate(chunks):
             members = [n for g in chunk_groups for n in g]
             chunk_derived = [g[-1] for g in chunk_groups if g[-1] in derived]
             build = [n for n in members if n not in derived]
@@ -253,17 +306,25 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
             # siblings counted only for subtraction; passes count into it, derived rows are filled in
             index_of = {n: i for i, n in enumerate(chunk + [n for n in members if n not in in_frontier])}
             best: dict[int, tuple] = {}
-            # exact mode over kept rows: each node's AVC-group over its own slots, not the data's
-            # (rainforest/compact.py); all attributes at once, so RF-Vertical groups are not needed
-            compact = (wide.any() and root_done and not chunk_derived and set(members) == set(chunk)
-                       and all(n in in_memory for n in chunk))
+            # exact mode over rows in memory: each node's AVC-group over its own slots, not the data's
+            # (rainforest/compact.py); all attributes at once, so RF-Vertical groups are not needed.  The
+            # rows are those kept by RF-Hybrid, or a load's, read from the spill for this chunk only.
+            rows_in_memory = None
+            if ci >= n_dense:
+                rows_in_memory = supply.load(chunk, [nodes.n_node_samples[n] for n in chunk], routing,
+                                             len(nodes.feature), schema, n_classes, weighted, level)
+            elif (wide.any() and root_done and not chunk_derived and set(members) == set(chunk)
+                  and all(n in in_memory for n in chunk)):
+                rows_in_memory = supply.kept
+            compact = rows_in_memory is not None
             if compact:
                 if scratch is None:
                     scratch = scratch_for(schema, wide)
                 node_pos = np.full(len(nodes.feature), -1, np.int32)
                 node_pos[chunk] = np.arange(len(chunk))
-                found = compact_splits(supply.kept, node_pos, len(chunk), schema, wide, scratch, n_channels,
+                found = compact_splits(rows_in_memory, node_pos, len(chunk), schema, wide, scratch, n_channels,
                                        weighted, crit, params, min_weight_leaf, lead_of(everything, offsets))
+                del rows_in_memory
                 best = {node: (*split, None) for node, split in zip(chunk, found) if split is not None}
             for attrs in ([] if compact else groups):
                 lead = lead_of(attrs, offsets)
@@ -360,9 +421,10 @@ def _grow(supply: _Supply, schema: Schema, params: GrowParams, budget_bytes: int
                 if node in in_memory:
                     in_memory.update(kids)
                 largest = kids[int(np.argmax(child_n))]
-                # no subtraction for children counted compactly from kept rows: that costs their rows
-                # only, and a dense AVC-group costs the data's distinct values
-                compact_kids = node in in_memory and wide.any()
+                # no subtraction for children counted compactly from rows in memory (kept, or spilled and
+                # loaded): that costs their rows only, and a dense AVC-group costs the data's distinct values
+                compact_kids = wide.any() and (node in in_memory or (
+                    supply.spilled([node]) and nodes.n_node_samples[node] <= memory_rows))
                 if (subtract and full is not None and not compact_kids and len(parent_avc) < parents_cap
                         and largest in next_frontier[-nb:]):
                     next_derived[largest] = (node, [c for c in kids if c != largest])
@@ -512,6 +574,26 @@ def _pack(groups: list[list[int]], per_pass: int):
         size += len(g)
     if chunk:
         yield chunk
+
+
+def _spilled_loads(chunks: list, in_memory: set, supply: _Supply, rows_of: list, room: int) -> tuple[list, list]:
+    """Take the spilled frontier nodes counted on their own (no family) whose rows fit ``room`` out of
+    ``chunks``; returns the chunks left and the loads: those nodes in spill-partition order, packed
+    so that a load holds at most ``room`` rows and reads each partition once."""
+    loadable = [g[0] for c in chunks for g in c if len(g) == 1 and g[0] not in in_memory and supply.spilled(g)
+                and rows_of[g[0]] <= room]
+    if not loadable:
+        return chunks, []
+    chosen = set(loadable)
+    rest = [c for c in ([g for g in c if not (len(g) == 1 and g[0] in chosen)] for c in chunks) if c]
+    loads, load, size = [], [], 0
+    for n in sorted(loadable, key=lambda n: (supply.part_of[n], n)):
+        if load and size + rows_of[n] > room:
+            loads.append(load)
+            load, size = [], 0
+        load.append(n)
+        size += rows_of[n]
+    return rest, loads + [load]
 
 
 def _families_to_pull(nodes: _Nodes, frontier: list[int], in_memory: set, room_rows: int, max_depth) -> list[int]:

@@ -140,6 +140,34 @@ def test_compact_search_below_rf_vertical_passes(table, monkeypatch):
     assert hybrid.tree_.to_json() == read.tree_.to_json()
 
 
+@pytest.mark.parametrize("class_weight, budget", [(None, "1MB"), ("balanced", "1500KB")])
+def test_spilled_nodes_that_fit_are_loaded_and_counted_in_memory(monkeypatch, class_weight, budget):
+    """Exact mode, a budget that spills (RF-Write) and counts attributes in groups (RF-Vertical): nodes
+    whose rows fit the room for kept rows are loaded from the spill, several to a read, and searched
+    compactly.  The tree is RF-Read's, with a small part of RF-Write's spill reads; it is also when
+    the loads are counted in the reverse order (the model is numbered breadth-first)."""
+    from rainforest import grow as grow_module
+
+    table = agrawal_table(20_000, function=7, seed=3, perturbation=0.05)
+    params = dict(max_bins=None, max_depth=8, class_weight=class_weight)
+    read = DecisionTreeClassifier(algorithm="read", memory_budget="64MB", **params).fit(table, target="class")
+    write = DecisionTreeClassifier(algorithm="write", memory_budget=budget, **params).fit(table, target="class")
+    loads = []
+    real_load = grow_module._Supply.load
+    monkeypatch.setattr(grow_module._Supply, "load", lambda self, nodes, *a: loads.append(len(nodes))
+                        or real_load(self, nodes, *a))
+    hybrid = DecisionTreeClassifier(algorithm="hybrid", memory_budget=budget, **params).fit(table, target="class")
+    assert hybrid.grow_stats_.attribute_groups > 1 and hybrid.grow_stats_.spill_bytes > 0 and max(loads) > 1
+    assert hybrid.tree_.to_json() == read.tree_.to_json() == write.tree_.to_json()
+    assert hybrid.grow_stats_.spill_reads * 10 < write.grow_stats_.spill_reads
+    real_loads = grow_module._spilled_loads
+    monkeypatch.setattr(grow_module, "_spilled_loads", lambda *a: (lambda rest, packs: (rest, packs[::-1]))(
+        *real_loads(*a)))
+    loads.clear()
+    reverse = DecisionTreeClassifier(algorithm="hybrid", memory_budget=budget, **params).fit(table, target="class")
+    assert len(loads) > 1 and reverse.tree_.to_json() == read.tree_.to_json()
+
+
 def test_read_takes_one_pass_per_level_when_the_budget_holds_a_level(table):
     clf = DecisionTreeClassifier(algorithm="read", max_bins=64, max_depth=12, memory_budget="1GB")
     clf.fit(table, target="class")
