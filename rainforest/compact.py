@@ -63,9 +63,17 @@ def _distinct_slots(S, starts, ends, n_slots, wide, table, base, present, region
                     table[t0 + s] = 0
                     out[d] = s
                     d += 1
-            out[:d].sort()
-            for t in range(d):
-                table[t0 + out[t]] = -1
+            if d * 16 >= missing:  # many of the attribute's slots: one walk of the table sorts and clears
+                t = 0
+                for v in range(missing):
+                    if table[t0 + v] == 0:
+                        table[t0 + v] = -1
+                        out[t] = v
+                        t += 1
+            else:
+                out[:d].sort()
+                for t in range(d):
+                    table[t0 + out[t]] = -1
             found[k, a] = d
     return found
 
