@@ -82,10 +82,12 @@ def _peer_warmup(fit) -> float:
     return time.perf_counter() - t0
 
 
-def fit_in_memory(train, test, make, threads: int, *, warm=None, mark=None, repeats: int = 1) -> dict:
+def fit_in_memory(train, test, make, threads: int, *, warm=None, mark=None, repeats: int = 1,
+                  repeat_seconds: float | None = None) -> dict:
     """A peer that trains in memory: warmed up on random rows (``warm()``, default ``make()``; not
     timed), then the Parquet rows of ``train`` read into numpy and ``make()`` fitted on them (timed
-    together, the read also on its own; ``repeats`` times, the median reported), then scored on
+    together, the read also on its own; up to ``repeats`` times within ``repeat_seconds``, the median
+    reported), then scored on
     ``test``. ``mark(True)`` / ``mark(False)`` bracket the timed part. The row holds the fitted model
     under ``"model"``."""
     warm = warm or make
@@ -101,7 +103,7 @@ def fit_in_memory(train, test, make, threads: int, *, warm=None, mark=None, repe
 
     if mark:
         mark(True)
-    fit, times, clf = harness.timed_median(repeats, read_and_fit)
+    fit, times, clf = harness.timed_median(repeats, read_and_fit, repeat_seconds)
     if mark:
         mark(False)
     Xt, yt = _read_xy(test)

@@ -91,8 +91,8 @@ def _run_rainforest(args, max_bins) -> dict:
 
     rss0 = _vm_rss_mb()
     _mark(FIT_START)
-    fit, times, clf = harness.timed_median(args.repeats, lambda: DecisionTreeClassifier(**kw).fit(args.train,
-                                                                                                 target=LABEL))
+    fit, times, clf = harness.timed_median(args.repeats, lambda: DecisionTreeClassifier(**kw).fit(
+        args.train, target=LABEL), args.repeat_seconds)
     _mark(FIT_END)
     acc = float(clf.score(args.test, target=LABEL))
     gs = getattr(clf, "grow_stats_", None)
@@ -114,7 +114,8 @@ def _run_in_memory(args, make, threads) -> dict:
     from bench_foundation import fit_in_memory
 
     return fit_in_memory(args.train, args.test, make, threads,
-                         mark=lambda start: _mark(FIT_START if start else FIT_END), repeats=args.repeats)
+                         mark=lambda start: _mark(FIT_START if start else FIT_END), repeats=args.repeats,
+                         repeat_seconds=args.repeat_seconds)
 
 
 def _run_sklearn(args) -> dict:
@@ -186,7 +187,8 @@ def _run_spark(args) -> dict:
     rss0 = _vm_rss_mb()
     _mark(FIT_START)
     fit, times, model = harness.timed_median(
-        args.repeats, lambda: make().fit(prepare(spark.read.parquet(os.path.abspath(args.train)))))
+        args.repeats, lambda: make().fit(prepare(spark.read.parquet(os.path.abspath(args.train)))),
+        args.repeat_seconds)
     _mark(FIT_END)
     pred = model.transform(prepare(spark.read.parquet(os.path.abspath(args.test))))
     acc = float(MulticlassClassificationEvaluator(labelCol="label", predictionCol="prediction",
@@ -574,8 +576,9 @@ def write_markdown(path: Path, rows, info) -> None:
         "- Every child first runs an untimed warm-up fit on 5,000 rows (rainforest: Numba kernels from the "
         "cache; peers: first-call set-up; Spark: session start and JIT). Before each contender the parent "
         "reads the training files once (page cache) when they take less than half the RAM.",
-        f"- Repeats: each contender fits {info.get('repeats', 1)} time(s) in a row in its process at sizes up to "
-        f"{rows_label(info.get('repeat_max_rows', 0))} rows (once above), and `fit s` is the median "
+        f"- Repeats: each contender fits up to {info.get('repeats', 1)} time(s) in a row in its process at sizes "
+        f"up to {rows_label(info.get('repeat_max_rows', 0))} rows (once above), repeating only while its fits "
+        f"so far plus one more stay within {info.get('repeat_seconds') or 0:g} s; `fit s` is the median "
         "(every fit's seconds are in the JSON, `fit_seconds_all`); peak RSS covers all of them.",
         "- A contender that cannot run at a size keeps its row: `failed: ...` (exception, e.g. `BudgetError`, "
         "or killed, e.g. by the OOM killer), `over time limit` (the fit passed the limit and was killed), "
@@ -703,6 +706,9 @@ def main(argv=None) -> int:
                         "is per fit")
     p.add_argument("--repeat-max-rows", type=int, default=10_000_000,
                    help="sizes above this many rows are fitted once whatever --repeats says (default 10000000)")
+    p.add_argument("--repeat-seconds", type=float, default=60.0,
+                   help="a fit is repeated only while the fits so far plus one more stay within this many "
+                        "seconds (default 60)")
     p.add_argument("--memory-budget", default=None, help="rainforest's memory_budget (default: the library's)")
     p.add_argument("--spill-dir", default=None, help="rainforest's spill_dir (default: the system's temporary folder)")
     p.add_argument("--spark-driver-memory", default="16g", help="spark.driver.memory (default 16g)")
@@ -755,6 +761,7 @@ def main(argv=None) -> int:
         "rows_list": args.rows, "functions": args.functions, "depth": args.depth, "test_rows": args.test_rows,
         "contenders": contenders, "time_limit": args.time_limit, "setup_timeout": args.setup_timeout,
         "skip_predicted": args.skip_predicted, "repeats": args.repeats, "repeat_max_rows": args.repeat_max_rows,
+        "repeat_seconds": args.repeat_seconds,
         "memory_budget": args.memory_budget,
         "spark_driver_memory": args.spark_driver_memory, "one_billion_json": args.one_billion_json, "data": [],
     }
@@ -791,7 +798,7 @@ def main(argv=None) -> int:
                     repeats = args.repeats if n <= args.repeat_max_rows else 1
                     child_args = ["--train", str(train), "--test", str(test), "--depth", str(args.depth),
                                   "--function", str(f), "--spark-driver-memory", args.spark_driver_memory,
-                                  "--repeats", str(repeats)]
+                                  "--repeats", str(repeats), "--repeat-seconds", str(args.repeat_seconds)]
                     if args.memory_budget:
                         child_args += ["--memory-budget", args.memory_budget]
                     if args.spill_dir:

@@ -42,11 +42,13 @@ META_VERSION = 1
 # helpers shared by parent and children
 
 
-def timed_median(repeats: int, run) -> tuple[float, list, object]:
+def timed_median(repeats: int, run, seconds: float | None = None) -> tuple[float, list, object]:
     """The median seconds of ``repeats`` calls of ``run``, every call's seconds, and the last call's
-    result.  Single runs of a fit of a few seconds vary by a tenth or more on a shared machine."""
+    result.  Single runs of a fit of a few seconds vary by a tenth or more on a shared machine.
+    With ``seconds``, a call is repeated only while the calls so far plus one more like the last
+    stay within that many seconds (a long fit, steady anyway, runs once)."""
     times, out = [], None
-    for _ in range(repeats):
+    while len(times) < repeats and (seconds is None or not times or sum(times) + times[-1] <= seconds):
         t0 = time.perf_counter()
         out = run()
         times.append(time.perf_counter() - t0)
