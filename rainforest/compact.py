@@ -134,10 +134,10 @@ def compact_splits(kept, node_pos, n_nodes, schema: Schema, wide, scratch, n_cha
     block = np.zeros((int(node_start[-1]), n_channels))
     _fill(kept.S, kept.y, kept.w, starts, ends, n_slots, wide, table, base, present, region, block, node_start,
           node_offsets, weighted)
-    attr, score, left, right, inf_thr, n_branches, branches = best_splits(
+    attr, score, left, right, inf_thr, n_branches, branches, branch_start = best_splits(
         block, node_start, node_offsets, schema.kinds, len(schema.label.classes), weighted, crit, params.multiway,
         float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive,
-        int(sizes.max()) if n_nodes else 1, lead)
+        sizes.max(axis=1) if n_nodes else 1, lead)
     out = []
     for k in range(n_nodes):
         a = int(attr[k])
@@ -151,5 +151,5 @@ def compact_splits(kept, node_pos, n_nodes, schema: Schema, wide, scratch, n_cha
             rs = int(mine[rs]) if rs >= 0 else rs
         lo, hi = node_start[k] + node_offsets[k, a], node_start[k] + node_offsets[k, a + 1]
         out.append((float(score[k]), a, ls, rs, bool(inf_thr[k]), int(n_branches[k]),
-                    branches[k, :hi - lo].copy(), block[lo:hi].copy()))
+                    branches[branch_start[k]:branch_start[k] + hi - lo].copy(), block[lo:hi].copy()))
     return out

@@ -428,11 +428,12 @@ def _winner(block, offsets, n_classes, has_count, best_attr, best_kind, best_sco
 @numba.njit(cache=True, parallel=True)
 def search_nodes(block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf,
                  min_weight, max_exhaustive, attr, score, left_slot, right_slot, inf_thr, n_branches, branches,
-                 lead=0):
+                 branch_start, lead=0):
     """:func:`search_node` for every node, in parallel over every (node, attribute) pair, so that a
     few nodes with wide attributes keep every thread busy: node ``k``'s AVC-group is
     ``block[node_start[k]:node_start[k + 1]]``, its attributes at ``node_offsets[k]`` (the same for
-    all nodes of a pass; each node's own in a compact AVC-group).
+    all nodes of a pass; each node's own in a compact AVC-group), and the branches of its winning
+    attribute's slots go to ``branches[branch_start[k]:branch_start[k + 1]]``.
 
     Each pair's best split is found on its own (from -inf); a node takes the first attribute with
     the highest score, as the sequential search does: a strictly better split wins in both, so the
@@ -474,7 +475,7 @@ def search_nodes(block, node_start, node_offsets, kinds, n_classes, has_count, c
                              -np.inf, np.zeros(5), left)
         num = nums[k, best_attr] if best_attr >= 0 else np.zeros(5)
         a, sc, ls, rs, inf, nb = _winner(sub, offsets, n_classes, has_count, best_attr, best_kind, best_score, num,
-                                         left, branches[k])
+                                         left, branches[branch_start[k]:branch_start[k + 1]])
         attr[k] = a
         score[k] = sc
         left_slot[k] = ls
@@ -484,17 +485,23 @@ def search_nodes(block, node_start, node_offsets, kinds, n_classes, has_count, c
 
 
 def best_splits(block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf,
-                min_weight, max_exhaustive, width, lead=0) -> tuple:
+                min_weight, max_exhaustive, widths, lead=0) -> tuple:
     """:func:`search_nodes` with its outputs made here: per node ``(attribute, score, left_slot,
-    right_slot, inf_threshold, n_branches, branches)``, ``branches`` ``width`` slots wide."""
+    right_slot, inf_threshold, n_branches)``, then ``branches`` and ``branch_start``: node ``k``'s
+    winning attribute's slot branches are ``branches[branch_start[k]:]``, room for ``widths[k]``
+    slots (its widest attribute's).  Room per node, not the widest node's for all: in a compact
+    AVC-group one node may hold a million slots where hundreds hold a few."""
     n = node_start.shape[0] - 1
     attr, left, right, n_branches = (np.empty(n, np.int64) for _ in range(4))
     score = np.empty(n)
     inf_thr = np.empty(n, np.bool_)
-    branches = np.empty((n, max(width, 1)), np.int64)
+    branch_start = np.zeros(n + 1, np.int64)
+    np.cumsum(np.maximum(np.broadcast_to(np.asarray(widths, np.int64), (n,)), 1), out=branch_start[1:])
+    branches = np.empty(int(branch_start[-1]), np.int64)
     search_nodes(block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf,
-                 min_weight, max_exhaustive, attr, score, left, right, inf_thr, n_branches, branches, lead)
-    return attr, score, left, right, inf_thr, n_branches, branches
+                 min_weight, max_exhaustive, attr, score, left, right, inf_thr, n_branches, branches, branch_start,
+                 lead)
+    return attr, score, left, right, inf_thr, n_branches, branches, branch_start
 
 
 # -- the textbook quantities, for people and tests (same formulas as the kernels) ----------------

@@ -236,9 +236,10 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         with numba_threads(self.n_jobs):
             schema, profile = self._profile(data, kinds, batch_size)
             class_weight = self._class_weights(schema.label.classes, profile.label_counts, profile.n_rows)
-            params = self._grow_params(profile.n_rows)
-            tree, stats = grow_tree(source, schema, params, budget, batch_size, class_weight, self.verbose,
-                                    profile.n_rows)
+            n_rows = profile.n_rows
+            del profile  # its distinct values are the schema's cuts: held once, by the schema, from here on
+            params = self._grow_params(n_rows)
+            tree, stats = grow_tree(source, schema, params, budget, batch_size, class_weight, self.verbose, n_rows)
         self.tree_ = tree
         self.pruning_ = []
         if self.ccp_alpha > 0:
@@ -248,7 +249,7 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         self.n_passes_ = source.n_passes - passes_before
         self.n_passes_per_level_ = stats.passes_per_level
         self.grow_stats_ = stats
-        self.n_rows_ = profile.n_rows
+        self.n_rows_ = n_rows
         return self
 
     # -- pruning ---------------------------------------------------------------

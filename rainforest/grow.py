@@ -110,7 +110,8 @@ class _Nodes:
         for k, at in enumerate(cat_offset):
             if at >= 0:
                 cat_offset[k] = len(cat_branch)
-                cat_branch.extend(self.cat_branch[at:at + len(schema.attributes[self.feature[order[k]]].categories) + 1])
+                size = len(schema.attributes[self.feature[order[k]]].categories) + 1  # unseen ones last
+                cat_branch.extend(self.cat_branch[at:at + size])
         value = np.asarray(self.value, np.float64).reshape(-1, n_classes)[order]
         cats = [list(a.categories) if a.kind == CATEGORICAL else None for a in schema.attributes]
         return Tree(feature_names=schema.names, feature_kinds=[KIND_NAMES[a.kind] for a in schema.attributes],
@@ -480,7 +481,7 @@ def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, 
     group_offsets = np.concatenate([[0], np.cumsum(offsets[attrs + 1] - offsets[attrs])])
     k_nodes = len(chunk)
     n_slots = int(group_offsets[-1])
-    attr, score, left_slot, right_slot, inf_thr, n_branches, branches = best_splits(
+    attr, score, left_slot, right_slot, inf_thr, n_branches, branches, branch_start = best_splits(
         avc.reshape(k_nodes * n_slots, avc.shape[2]), np.arange(k_nodes + 1) * n_slots,
         np.tile(group_offsets, (k_nodes, 1)), schema.kinds[attrs], n_classes, weighted, crit, params.multiway,
         float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive, int(np.diff(group_offsets).max()),
@@ -494,9 +495,9 @@ def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, 
             if score[k] < held or (score[k] == held and attrs[j] > a):
                 continue
         lo, hi = group_offsets[j], group_offsets[j + 1]
+        br = branches[branch_start[k]:branch_start[k] + hi - lo]
         best[node] = (score[k], int(attrs[j]), int(left_slot[k]), int(right_slot[k]), bool(inf_thr[k]),
-                      int(n_branches[k]), keep(branches[k, :hi - lo]), keep(avc[k, lo:hi]),
-                      avc[k] if keep_avc else None)
+                      int(n_branches[k]), keep(br), keep(avc[k, lo:hi]), avc[k] if keep_avc else None)
 
 
 def _group_bytes(offsets: np.ndarray, attrs: np.ndarray, n_channels: int) -> int:

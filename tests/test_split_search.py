@@ -88,4 +88,4 @@ def test_parallel_pairs_choose_what_the_node_search_chooses(criterion, n_classes
             assert a == 0  # the first of the tied attributes
         if a >= 0:
             m = offsets[k][a + 1] - offsets[k][a]
-            np.testing.assert_array_equal(got[6][k][:m], branch[:m])
+            np.testing.assert_array_equal(got[6][got[7][k]:got[7][k] + m], branch[:m])
