@@ -106,3 +106,29 @@ def test_binning_sample_holds_the_smallest_hashes_however_rows_arrive(batch_rows
         np.testing.assert_array_equal(held[np.lexsort(held.T[::-1])], expected[np.lexsort(expected.T[::-1])])
     # the pass over the whole table keeps the rows in row order
     np.testing.assert_array_equal(whole.held_sample(), expected)
+
+
+@pytest.mark.parametrize("batch_rows", [7_000, 50_000])
+def test_exact_profile_holds_every_distinct_value_once_in_order(batch_rows):
+    """Exact mode's cuts: each batch's distinct values (marked for integers in a small range, sorted
+    otherwise), merged as sorted runs; equal to np.unique of the whole column for any batching."""
+    rng = np.random.default_rng(batch_rows)
+    n = 300_000
+    small = rng.integers(-50, 50, n).astype(np.int32)
+    wide = rng.integers(-(1 << 40), 1 << 40, n)  # int64 over too wide a range to mark
+    floats = np.round(rng.normal(0, 1000, n), 1)  # ~20,000 distinct values, repeated
+    many = rng.random(n)  # nearly all distinct: several merges of 65,536+ pending values
+    nulls = rng.random(n) < 0.1
+    table = pa.table({"small": pa.array(small, mask=nulls), "wide": pa.array(wide), "floats": pa.array(floats),
+                      "many": pa.array(many, mask=~nulls & (rng.random(n) < 0.05)),
+                      "y": pa.array(rng.integers(0, 2, n))})
+    kinds = {c: NUMERIC for c in ("small", "wide", "floats", "many")}
+    task = ProfileTask(kinds, "y", None, "test", exact=True, max_bins=0)
+    state, start = task.new_state(), 0
+    for b in table.to_batches(max_chunksize=batch_rows):
+        state = task.update(state, b, start)
+        start += b.num_rows
+    schema = task.schema(state)
+    for a in schema.attributes:
+        values = table.column(a.name).to_numpy(zero_copy_only=False).astype(np.float64)
+        np.testing.assert_array_equal(a.cuts, np.unique(values[~np.isnan(values)]))
