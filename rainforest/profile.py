@@ -59,7 +59,6 @@ class Profile:
     # a pushed-down profile's quantile bin edges per numeric column (found in the database)
     sample_edges: dict | None = None
 
-
     def held_sample(self) -> np.ndarray:
         """The sampled rows (rows x numeric columns) in the order they arrived."""
         return self.sample[:self.n_sample]
