@@ -24,6 +24,7 @@ from .avc import AvcPass
 from .compact import compact_splits, scratch_for, wide_attributes
 from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, best_splits, impurity
 from .errors import BudgetError
+from .pruning import renumbered
 from .rows import KeptRows, class_dtype, descend, row_bytes, slot_dtype
 from .schema import CATEGORICAL, Schema
 from .spill import Spill
@@ -90,43 +91,20 @@ class _Nodes:
                 np.asarray(self.slot_branch, np.int32), np.asarray(self.branch_offset, np.int32),
                 np.asarray(self.slot_cut, np.int64), np.asarray(self.missing_branch, np.int32), n_slots)
 
-    def breadth_first(self) -> np.ndarray:
-        """Node ids in breadth-first order, children in branch order: the model's numbering, whatever
-        order growth split a level's nodes in (it is their creation order when that was frontier order)."""
-        order = [0]
-        for k in order:  # the list grows while it is walked
-            if self.first_child[k] >= 0:
-                order.extend(range(self.first_child[k], self.first_child[k] + self.n_children[k]))
-        return np.asarray(order, np.int64)
-
     def to_tree(self, schema: Schema, criterion: str, n_classes: int) -> Tree:
-        order = self.breadth_first()
-        new_id = np.empty(len(order), np.int64)
-        new_id[order] = np.arange(len(order))
-        first_child = np.asarray(self.first_child, np.int64)[order]
-        first_child = np.where(first_child >= 0, new_id[np.maximum(first_child, 0)], -1)
-        cat_offset = np.asarray(self.cat_offset, np.int64)[order]
-        cat_branch = []  # each categorical split's table (its categories, then unseen ones), in the new order
-        for k, at in enumerate(cat_offset):
-            if at >= 0:
-                cat_offset[k] = len(cat_branch)
-                size = len(schema.attributes[self.feature[order[k]]].categories) + 1  # unseen ones last
-                cat_branch.extend(self.cat_branch[at:at + size])
-        value = np.asarray(self.value, np.float64).reshape(-1, n_classes)[order]
+        """The model, numbered breadth first (children in branch order) whatever order growth split a
+        level's nodes in: :func:`rainforest.pruning.renumbered` (the numbering :func:`prune` gives)."""
+        value = np.asarray(self.value, np.float64).reshape(-1, n_classes)
         cats = [list(a.categories) if a.kind == CATEGORICAL else None for a in schema.attributes]
-        return Tree(feature_names=schema.names, feature_kinds=[KIND_NAMES[a.kind] for a in schema.attributes],
-                    categories=cats, classes=list(schema.label.classes), criterion=criterion,
-                    target=schema.label.name,
-                    feature=np.asarray(self.feature, np.int32)[order],
-                    threshold=np.asarray(self.threshold, np.float64)[order],
-                    first_child=first_child.astype(np.int32),
-                    n_children=np.asarray(self.n_children, np.int32)[order],
-                    missing_branch=np.asarray(self.missing_branch, np.int32)[order],
-                    cat_offset=cat_offset.astype(np.int32),
-                    cat_branch=np.asarray(cat_branch, np.int32), value=value,
-                    n_node_samples=np.asarray(self.n_node_samples, np.int64)[order],
-                    weighted_n_node_samples=value.sum(axis=1),
-                    impurity=np.asarray(self.impurity, np.float64)[order])
+        return renumbered(Tree(
+            feature_names=schema.names, feature_kinds=[KIND_NAMES[a.kind] for a in schema.attributes],
+            categories=cats, classes=list(schema.label.classes), criterion=criterion, target=schema.label.name,
+            feature=np.asarray(self.feature, np.int32), threshold=np.asarray(self.threshold, np.float64),
+            first_child=np.asarray(self.first_child, np.int32), n_children=np.asarray(self.n_children, np.int32),
+            missing_branch=np.asarray(self.missing_branch, np.int32),
+            cat_offset=np.asarray(self.cat_offset, np.int32), cat_branch=np.asarray(self.cat_branch, np.int32),
+            value=value, n_node_samples=np.asarray(self.n_node_samples, np.int64),
+            weighted_n_node_samples=value.sum(axis=1), impurity=np.asarray(self.impurity, np.float64)))
 
 
 @dataclass

@@ -86,6 +86,12 @@ def prune(tree: Tree, to_leaf) -> Tree:
         impurity=tree.impurity[old].copy(), _depth=None)
 
 
+def renumbered(tree: Tree) -> Tree:
+    """The same tree numbered breadth first, children contiguous in branch order (:func:`prune` with
+    no node made a leaf): growth may split a level's nodes in any order."""
+    return prune(tree, np.zeros(tree.node_count, bool))
+
+
 @numba.njit(cache=True)
 def _renumber(first_child, n_children, split):
     """Breadth-first walk of the nodes kept when only ``split`` nodes keep their children: the old
