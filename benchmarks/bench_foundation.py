@@ -87,9 +87,8 @@ def fit_in_memory(train, test, make, threads: int, *, warm=None, mark=None, repe
     """A peer that trains in memory: warmed up on random rows (``warm()``, default ``make()``; not
     timed), then the Parquet rows of ``train`` read into numpy and ``make()`` fitted on them (timed
     together, the read also on its own; up to ``repeats`` times within ``repeat_seconds``, the median
-    reported), then scored on
-    ``test``. ``mark(True)`` / ``mark(False)`` bracket the timed part. The row holds the fitted model
-    under ``"model"``."""
+    reported), then scored on ``test``. ``mark(True)`` / ``mark(False)`` bracket the timed part. The
+    row holds the fitted model under ``"model"``."""
     warm = warm or make
     warmup = _peer_warmup(lambda X, y: warm().fit(X, y))
     rss0 = _vm_rss_mb()

@@ -103,7 +103,8 @@ def _run_rainforest(args, max_bins) -> dict:
     else:
         stats = {k: v for k, v in vars(gs).items() if not k.startswith("_")}
     return {"fit_seconds": fit, "fit_seconds_all": times, "read_seconds": None, "passes": int(clf.n_passes_),
-            "test_accuracy": acc, "grow_stats": stats, "passes_per_level": [int(p) for p in getattr(clf, "n_passes_per_level_", [])],
+            "test_accuracy": acc, "grow_stats": stats,
+            "passes_per_level": [int(p) for p in getattr(clf, "n_passes_per_level_", [])],
             "memory_budget": str(clf.memory_budget), "algorithm": str(clf.algorithm),
             "warmup_seconds": warmup, "rss_before_fit_mb": rss0, "threads": int(numba.config.NUMBA_NUM_THREADS),
             "tree_depth": int(clf.get_depth()), "n_leaves": int(clf.get_n_leaves())}
@@ -194,7 +195,8 @@ def _run_spark(args) -> dict:
     acc = float(MulticlassClassificationEvaluator(labelCol="label", predictionCol="prediction",
                                                   metricName="accuracy").evaluate(pred))
     jvm_hwm = status_kb(jvm_pid, "VmHWM:")  # read before the JVM goes away
-    row = {"fit_seconds": fit, "fit_seconds_all": times, "read_seconds": None, "passes": None, "test_accuracy": acc, "threads": 2,
+    row = {"fit_seconds": fit, "fit_seconds_all": times, "read_seconds": None, "passes": None, "test_accuracy": acc,
+           "threads": 2,
            "warmup_seconds": warmup, "startup_seconds": startup, "rss_before_fit_mb": rss0,
            "jvm_pid": jvm_pid, "jvm_peak_rss_mb": jvm_hwm / 1024.0 if jvm_hwm is not None else None,
            "jvm_max_heap_mb": max_heap_mb, "spark_driver_memory": args.spark_driver_memory,

@@ -25,8 +25,8 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path

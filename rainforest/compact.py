@@ -1,8 +1,9 @@
-"""Compact AVC-groups of nodes whose rows are kept in memory, for exact mode.
+"""Compact AVC-groups of nodes whose rows are in memory, for exact mode.
 
 In exact mode a numeric attribute has one slot per distinct value of the whole data (a
 million or more), so a node's dense AVC-group costs as much to clear, fill and search as the
-root's, however few rows reach it. For nodes counted from kept rows (RF-Hybrid) this module
+root's, however few rows reach it. For nodes counted from rows in memory (kept by RF-Hybrid, or
+loaded from the spill folder for one chunk: :meth:`rainforest.grow._Supply.load`) this module
 builds each node's AVC-group with a *wide* attribute reduced to the slots its own rows hold,
 in slot order, its missing slot last: the cost follows the node's rows, as scikit-learn's
 sorting does, not the data's distinct values.
@@ -115,7 +116,8 @@ def _fill(S, y, w, starts, ends, n_slots, wide, table, base, present, region, bl
 
 def compact_splits(kept, node_pos, n_nodes, schema: Schema, wide, scratch, n_channels, weighted, crit, params,
                    min_weight_leaf, lead) -> list:
-    """The best split of each of ``n_nodes`` nodes counted from kept rows (``node_pos``: tree node ->
+    """The best split of each of ``n_nodes`` nodes counted from rows in memory (``kept``, a
+    :class:`rainforest.rows.KeptRows`; ``node_pos``: tree node ->
     index), over every attribute: per node ``None`` (no valid split) or ``(score, attribute,
     left_slot, right_slot, inf_threshold, n_branches, branch_of_slot, avc_set)`` with the slots the
     attribute's own and ``branch_of_slot`` / ``avc_set`` over the node's compact slots (missing last)."""
