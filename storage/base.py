@@ -57,6 +57,12 @@ class Source:
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         raise NotImplementedError  # pragma: no cover - abstract
 
+    def _batch_groups(self, columns: Sequence[str], batch_size: int) -> Iterator[list[pa.RecordBatch]]:
+        """:meth:`_batches` in lists that are read together (a Parquet row group), the unit a
+        pass reads ahead; one batch each unless a source knows better."""
+        for batch in self._batches(columns, batch_size):
+            yield [batch]
+
     # -- shared --------------------------------------------------------
     def check_columns(self, columns: Sequence[str]) -> None:
         names = set(self.schema.names)
@@ -70,15 +76,16 @@ class Source:
              prefetch: bool = True) -> Iterator[tuple[int, pa.RecordBatch]]:
         """One counted pass: yields ``(first_row, batch)`` in a stable row order.
 
-        With ``prefetch`` the next batch is read by a background thread while the
-        caller works on the current one (decoding and the Numba kernels both release
-        the GIL); at most two batches are held.
+        With ``prefetch`` the next read unit (a batch, or a Parquet row group's batches) is
+        read by a background thread while the caller works on the current one (decoding and
+        the Numba kernels both release the GIL); at most two units are held.
         """
         self.check_columns(columns)
         self.n_passes += 1
-        batches = self._batches(list(columns), batch_size)
         first = 0
-        for batch in (_prefetched(batches) if prefetch else batches):
+        batches = (_prefetched(self._batch_groups(list(columns), batch_size)) if prefetch
+                   else self._batches(list(columns), batch_size))
+        for batch in batches:
             if batch.num_rows == 0:
                 continue
             yield first, batch
@@ -99,7 +106,7 @@ class Source:
         derived from another one (adding computed columns) counts its own pass and
         delegates here, so that its base runs the task where the rows live.
         """
-        return fold_batches(task, _prefetched(self._batches(list(columns), batch_size)), 0, progress)[0]
+        return fold_batches(task, _prefetched(self._batch_groups(list(columns), batch_size)), 0, progress)[0]
 
 
 def fold_batches(task: PassTask, batches, first_row: int = 0,
@@ -121,41 +128,42 @@ def fold_batches(task: PassTask, batches, first_row: int = 0,
 _DONE = object()
 
 
-def _prefetched(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Yield from ``batches`` produced one step ahead by a thread; its exceptions re-raise here."""
+def _prefetched(groups: Iterator[list[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
+    """Yield the batches of ``groups``, each group read by a thread while the caller works on the
+    one before; its exceptions re-raise here.  The thread starts a group only once the caller has
+    taken the previous one, so at most two groups are held (the caller's and the one being read)."""
     slot: queue.Queue = queue.Queue(maxsize=1)
+    taken = threading.Semaphore(0)
     stop = threading.Event()
+
+    def handed(item) -> bool:  # put item, then wait until the caller takes it; False once stopped
+        slot.put(item)
+        while not taken.acquire(timeout=0.1):
+            if stop.is_set():
+                return False
+        return True
 
     def produce():
         try:
-            for b in batches:
-                while not stop.is_set():
-                    try:
-                        slot.put(b, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+            for group in groups:
+                if stop.is_set() or not handed(group):
                     return
-            slot.put(_DONE)
+            handed(_DONE)
         except BaseException as exc:  # handed to the consumer, raised in its thread
-            slot.put(exc)
+            handed(exc)
 
     thread = threading.Thread(target=produce, name="rainforest-prefetch", daemon=True)
     thread.start()
     try:
         while True:
             item = slot.get()
+            taken.release()
             if item is _DONE:
                 return
             if isinstance(item, BaseException):
                 raise item
-            yield item
+            yield from item
+            del item  # the group's memory goes before the next one is waited for
     finally:
         stop.set()
-        while thread.is_alive():  # unblock a producer waiting on a full slot, then let it end
-            try:
-                slot.get_nowait()
-            except queue.Empty:
-                pass
-            thread.join(timeout=0.05)
+        thread.join()

@@ -64,3 +64,78 @@ def test_a_pass_left_early_stops_its_reader_thread(tmp_path):
     a = [b.column(0).to_pylist() for _, b in source.scan(["x"], batch_size=300)]
     b = [b.column(0).to_pylist() for _, b in source.scan(["x"], batch_size=300, prefetch=False)]
     assert a == b and source.n_passes == 3
+
+
+def _file_with_row_groups(path, n=3500, group_rows=1000):
+    rng = np.random.default_rng(3)
+    table = pa.table({"x": rng.normal(size=n), "i": pa.array(rng.integers(-50, 50, n), pa.int32()),
+                      "s": [f"v{k % 7}" for k in range(n)]})
+    pq.write_table(table, path, row_group_size=group_rows)
+    return table
+
+
+@pytest.mark.parametrize("columns", [["x", "i"], ["i", "x", "s"]])
+@pytest.mark.parametrize("batch_size", [64, 300, 1000, 5000])
+def test_row_groups_read_whole_give_the_rows_of_a_page_wise_read(tmp_path, columns, batch_size):
+    """Where every row group fits a batch's room, each is decoded whole and sliced (no batch crosses
+    a row group); else the batches are those of ParquetFile.iter_batches. The rows are the same."""
+    table = _file_with_row_groups(tmp_path / "a.parquet")
+    source = ParquetSource(tmp_path / "a.parquet")
+    ours = [b for _, b in source.scan(columns, batch_size=batch_size)]
+    assert pa.Table.from_batches(ours).equals(table.select(columns))
+    whole = "s" not in columns and batch_size >= 300
+    if whole:
+        want = [n for g in (1000, 1000, 1000, 500) for n in [batch_size] * (g // batch_size) + [g % batch_size] if n]
+    else:
+        want = [b.num_rows for b in pq.ParquetFile(tmp_path / "a.parquet").iter_batches(batch_size=batch_size)]
+    assert [b.num_rows for b in ours] == want
+
+
+def test_a_row_group_is_the_read_unit_where_it_fits_a_batch_room(tmp_path):
+    from storage.parquet import BATCH_VALUE_BYTES
+    _file_with_row_groups(tmp_path / "a.parquet")
+    source = ParquetSource(tmp_path / "a.parquet")
+    # 1,000 rows of a float64 and an int32 column decode to about 12 kB: a batch of 300 rows of two
+    # values has room for 300 * 2 * 32 bytes = 19.2 kB, one of 64 rows for 4 kB
+    assert 64 * 2 * BATCH_VALUE_BYTES < 12_250 <= 300 * 2 * BATCH_VALUE_BYTES
+    whole = list(source._batch_groups(["x", "i"], 300))
+    assert [[b.num_rows for b in g] for g in whole] == [[300, 300, 300, 100]] * 3 + [[300, 200]]
+    paged = list(source._batch_groups(["x", "i"], 64))
+    assert all(len(g) == 1 for g in paged) and sum(g[0].num_rows for g in paged) == 3500
+    # a string column's decoded size is not in the footer: read page-wise whatever the batch
+    assert all(len(g) == 1 for g in source._batch_groups(["x", "s"], 5000))
+
+
+def test_a_pass_reads_one_group_ahead_at_most():
+    """The reader thread starts a group only once the pass has taken the one before: a pass holds
+    at most the group it works on and the one being read."""
+    import time
+
+    from storage.base import _prefetched
+    started = []
+
+    def groups():
+        for g in range(6):
+            started.append(g)
+            yield [(g, j) for j in range(3)]
+
+    seen = []
+    for g, j in _prefetched(groups()):
+        time.sleep(0.01)  # time enough for a reader that runs ahead to do so
+        assert max(started) <= g + 1
+        seen.append((g, j))
+    assert seen == [(g, j) for g in range(6) for j in range(3)]
+
+
+def test_a_read_error_reaches_the_pass_after_the_groups_before_it():
+    from storage.base import _prefetched
+
+    def groups():
+        yield [1, 2]
+        raise OSError("disk gone")
+
+    got = []
+    with pytest.raises(OSError, match="disk gone"):
+        for item in _prefetched(groups()):
+            got.append(item)
+    assert got == [1, 2]
