@@ -176,27 +176,19 @@ def column_moments(x, codes, w, k, shift, rows):
     far from a class's values would make the difference cancel, losing digits; an unknown shift
     (a class's first batch) is NaN.  The spread is then the classes' moments merged."""
     if w is None:
-        L = PARTIAL_SUMS
         usable = True
         for c in range(k):
             usable = usable and shift[c] == shift[c]
         if usable:
-            Sp = np.zeros((k, L))
-            Qp = np.zeros((k, L))
-            for i in range(x.shape[0]):
-                r = i & (L - 1)
-                c = codes[i]
-                d = np.float64(x[i]) - shift[c]
-                Sp[c, r] += d
-                Qp[c, r] += d * d
+            S, Q = _shifted_sums(x, codes, k, shift)
             W = np.zeros(k)
             mean = np.zeros(k)
             M2 = np.zeros(k)
             for c in range(k):
                 W[c] = rows[c]
                 if W[c] > 0:
-                    s = _sum_partials(Sp[c])
-                    q = _sum_partials(Qp[c])
+                    s = S[c]
+                    q = Q[c]
                     mean[c] = shift[c] + s / W[c]
                     M2[c] = q - s * s / W[c]
                     # NaN fails this too; so does M2 ~ 0 from rounding (two passes give it exactly)
@@ -204,6 +196,51 @@ def column_moments(x, codes, w, k, shift, rows):
             if usable:
                 return W, mean, M2, _merged_spread(W, mean, M2)
     return _two_pass_moments(x, codes, w, k)
+
+
+#: up to this many classes, :func:`_shifted_sums` reads the column once per class, vectorised;
+#: above it, once, adding each row to its class's sums (about 0.3-0.45 ns a value per class for
+#: the first, against 0.8-1 ns for the second)
+MASKED_CLASSES = 4
+
+
+@numba.njit(cache=True, nogil=True)
+def _shifted_sums(x, codes, k, shift):
+    """Per class c of ``codes``: the sums of ``x - shift[c]`` and of its square over the class's rows
+    (a NaN or infinite value makes them non-finite)."""
+    S = np.zeros(k)
+    Q = np.zeros(k)
+    if k <= MASKED_CLASSES:
+        for c in range(k):
+            S[c], Q[c] = _class_shifted_sums(x, codes, c, shift[c])
+        return S, Q
+    L = PARTIAL_SUMS
+    Sp = np.zeros((k, L))
+    Qp = np.zeros((k, L))
+    for i in range(x.shape[0]):
+        r = i & (L - 1)
+        c = codes[i]
+        d = np.float64(x[i]) - shift[c]
+        Sp[c, r] += d
+        Qp[c, r] += d * d
+    for c in range(k):
+        S[c] = _sum_partials(Sp[c])
+        Q[c] = _sum_partials(Qp[c])
+    return S, Q
+
+
+# reassoc lets LLVM sum in SIMD lanes (4x faster than in row order); the order then follows the
+# CPU's vector width, so the last bits may differ between machines. No nnan/ninf: a NaN or an
+# infinity must still reach the sums, where column_moments sees it and takes two passes.
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})
+def _class_shifted_sums(x, codes, c, shift):
+    s = 0.0
+    q = 0.0
+    for i in range(x.shape[0]):
+        d = np.float64(x[i]) - shift if codes[i] == c else 0.0
+        s += d
+        q += d * d
+    return s, q
 
 
 @numba.njit(cache=True, nogil=True)

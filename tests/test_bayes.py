@@ -154,6 +154,29 @@ def test_one_pass_moments_fall_back_to_two_passes_where_they_would_lose_digits()
     np.testing.assert_allclose(mean, [holes[kept & (codes == c)].mean() for c in (0, 1)], rtol=1e-15)
 
 
+@pytest.mark.parametrize("k", [1, 2, 4, 5, 7])
+def test_shifted_sums_per_class_equal_numpy(k):
+    """Up to MASKED_CLASSES classes the sums are read once per class (vectorised), above it once for
+    all; both are each class's sums of x - shift and its square, and a NaN or an infinity reaches
+    its class's sums so that column_moments takes two passes."""
+    from rainforest.bayes import MASKED_CLASSES, _shifted_sums
+
+    assert 2 <= MASKED_CLASSES < 5
+    rng = np.random.default_rng(k)
+    codes = rng.integers(0, k, 10_001).astype(np.uint8)
+    shift = rng.normal(100.0, 5.0, k)
+    for x in (rng.normal(100.0, 30.0, codes.size), rng.integers(0, 200, codes.size).astype(np.int32)):
+        S, Q = _shifted_sums(x, codes, k, shift)
+        d = x - shift[codes]
+        np.testing.assert_allclose(S, [d[codes == c].sum() for c in range(k)], rtol=1e-10)
+        np.testing.assert_allclose(Q, [(d[codes == c] ** 2).sum() for c in range(k)], rtol=1e-12)
+    for bad in (np.nan, np.inf):
+        x = rng.normal(100.0, 30.0, codes.size)
+        x[7] = bad
+        S, Q = _shifted_sums(x, codes, k, shift)
+        assert not np.isfinite(Q[codes[7]]) and np.isfinite(np.delete(S, codes[7])).all()
+
+
 def test_moments_drifting_across_batches_equal_numpy():
     """Sorted data whose values move far between batches: each batch's shift is the earlier batches'
     mean, far from its own values, and the moments stay those of numpy."""
