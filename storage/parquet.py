@@ -158,16 +158,15 @@ BATCH_VALUE_BYTES = 32
 
 
 def _decoded_bytes(reader: pq.ParquetFile, group: int, columns: Sequence[str]) -> float:
-    """The size of row group ``group``'s ``columns`` once decoded to Arrow; infinite where a column
-    has no fixed width (strings: their decoded size is not in the footer)."""
+    """At most the size of row group ``group``'s ``columns`` once decoded to Arrow; infinite where
+    a column's values have no fixed width (strings: their decoded size is not in the footer)."""
     rows = reader.metadata.row_group(group).num_rows
     total = 0
     for name in columns:
         typ = reader.schema_arrow.field(name).type
-        if pa.types.is_dictionary(typ):
-            typ = typ.index_type
+        widths = [typ.index_type, typ.value_type] if pa.types.is_dictionary(typ) else [typ]  # at most a value a row
         try:
-            total += typ.bit_width * rows // 8 + rows // 8  # values and validity bits
+            total += sum(t.bit_width for t in widths) * rows // 8 + rows // 8  # values and validity bits
         except ValueError:
             return float("inf")
     return total

@@ -106,6 +106,19 @@ def test_a_row_group_is_the_read_unit_where_it_fits_a_batch_room(tmp_path):
     assert all(len(g) == 1 for g in source._batch_groups(["x", "s"], 5000))
 
 
+def test_decoded_size_of_dictionary_columns(tmp_path):
+    """A dictionary column of strings (a pandas categorical) has no decoded size in the footer; an
+    integer column written dictionary-encoded reads back plain, at its own width."""
+    from storage.parquet import _decoded_bytes
+    table = pa.table({"s": pa.array(["a", "b"] * 500).dictionary_encode(),
+                      "k": pa.array([3, 70000] * 500, pa.int64()).dictionary_encode()})
+    pq.write_table(table, tmp_path / "d.parquet")
+    reader = pq.ParquetFile(tmp_path / "d.parquet")
+    assert pa.types.is_dictionary(reader.schema_arrow.field("s").type)
+    assert _decoded_bytes(reader, 0, ["k"]) == 1000 * 8 + 125  # values and validity bits
+    assert _decoded_bytes(reader, 0, ["k", "s"]) == float("inf")
+
+
 def test_a_pass_reads_one_group_ahead_at_most():
     """The reader thread starts a group only once the pass has taken the one before: a pass holds
     at most the group it works on and the one being read."""
