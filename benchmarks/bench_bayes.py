@@ -164,7 +164,7 @@ def _pooled(runs: list) -> dict:
     times = [t for r in runs for t in r["all_seconds"]]
     return {**runs[-1], "seconds": statistics.median(times), "all_seconds": times,
             "round_seconds": [r["seconds"] for r in runs],
-            "peak_rss_mb": max(r["peak_rss_mb"] for r in runs if r.get("peak_rss_mb") is not None),
+            "peak_rss_mb": max((r["peak_rss_mb"] for r in runs if r.get("peak_rss_mb") is not None), default=None),
             "rounds": len(runs)}
 
 
