@@ -149,18 +149,20 @@ def write_markdown(path: Path, rows, info) -> None:
     for r in rows:
         fails = "-" if r.get("verification_failures") is None else \
             f"{r['verification_failures']} / {r.get('rebuilt_subtrees')}"
-        ratio = "-" if r.get("update_ratio") is None else \
-            f"{r['update_ratio']:.3f} (equal: {r.get('equals_rebuild')})"
+        equal = "not compared" if r.get("equals_rebuild") is None else f"equal: {r['equals_rebuild']}"
+        ratio = "-" if r.get("update_ratio") is None else f"{r['update_ratio']:.3f} ({equal})"
         lines.append(f"| F{r['function']} | {rows_label(r['rows'])} | {r['name']} | {r.get('status')} | "
                      f"{fmt(r.get('fit_seconds'), '.2f')} | {fmt(r.get('passes'), 'd')} | {fails} | "
                      f"{fmt(r.get('test_accuracy'), '.4f')} | {ratio} | {fmt(r.get('peak_rss_mb'), '.0f')} |")
     lines += ["", "`boat-update` times `update(inserted=1 % of the rows)`; `update / rebuild` divides it by the "
-              "BOAT fit of the same run. Passes are over the data (BOAT's repairs read its work folder)."]
+              "BOAT fit of the same run; `equal` says whether the updated tree equals a fresh fit on the changed data, "
+              "`not compared` above `--check-update-rows`. Passes are over the data (BOAT's repairs read its work "
+              "folder)."]
     path.write_text("\n".join(lines) + "\n")
 
 
 def draw(axes, rows, info) -> str:
-    # grouped bars, one group per (function, size): a line across sizes joined functions' points
+    # bars grouped by (function, size): lines over the sizes drew one size's functions as a vertical line
     groups = sorted({(r["function"], r["rows"]) for r in rows}, key=lambda g: (g[1], g[0]))
     names = [n for n in CONTENDERS if any(r["name"] == n for r in rows)]
     width = 0.8 / max(len(names), 1)
