@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import glob as globmod
 import os
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
@@ -107,8 +108,7 @@ class ParquetSource(Source):
         return [f.metadata.num_rows for f in self._dataset.get_fragments()]
 
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
-        for group in self._batch_groups(columns, batch_size):
-            yield from group
+        return chain.from_iterable(self._batch_groups(columns, batch_size))
 
     def _batch_groups(self, columns: Sequence[str], batch_size: int) -> Iterator[list[pa.RecordBatch]]:
         for fragment in self._dataset.get_fragments():
@@ -118,7 +118,7 @@ class ParquetSource(Source):
         """The batches of the ``index``-th file alone (distributed sources read one file per task)."""
         for i, fragment in enumerate(self._dataset.get_fragments()):
             if i == index:
-                return (b for group in self._fragment_groups(fragment, list(columns), batch_size) for b in group)
+                return chain.from_iterable(self._fragment_groups(fragment, list(columns), batch_size))
         raise SourceError(f"{self.description} has no file number {index}")
 
     def _fragment_groups(self, fragment, columns: Sequence[str], batch_size: int) -> Iterator[list[pa.RecordBatch]]:
