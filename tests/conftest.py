@@ -8,18 +8,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+DATASETS = Path(__file__).resolve().parent / "data"  # the real UCI datasets, in the repository (data/README.md)
 
 
 def dataset_path(name: str) -> str:
     path = DATASETS / f"{name}.parquet"
-    if not path.exists():  # CI has shared/ beside the clone; a missing file is an error, not a skip
-        raise FileNotFoundError(f"shared dataset {path} is missing (expected ../shared/datasets beside the repo)")
+    if not path.exists():  # the data lives in the repository: a missing file is an error, not a skip
+        raise FileNotFoundError(f"test dataset {path} is missing (see tests/data/README.md)")
     return str(path)
 
 
 def numeric_xy(name: str, dtype=np.float32):
-    """Features as a float32 matrix (what scikit-learn trains on) and the labels of a shared dataset."""
+    """Features as a float32 matrix (what scikit-learn trains on) and the labels of a test dataset."""
     t = pq.read_table(dataset_path(name))
     cols = [c for c in t.column_names if c != "class"]
     X = np.column_stack([t.column(c).to_numpy().astype(dtype) for c in cols])
