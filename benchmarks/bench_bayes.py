@@ -96,7 +96,7 @@ def _run_duckdb(train, test, function, repeats) -> dict:
 def _run_rainforest(train, test, function, repeats, via_duckdb=False) -> dict:
     from rainforest import NaiveBayesClassifier
     from rainforest.datasets import agrawal_table
-    from storage import DuckDBSource
+    from rainforest.storage import DuckDBSource
 
     try:
         import numba

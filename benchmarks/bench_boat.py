@@ -38,7 +38,7 @@ COLORS = {"boat": "#2a7f62", "rainforest-exact": "#7fbf7b", "sklearn": "#4c72b0"
 
 
 def _boat(args):
-    from boat import BoatClassifier
+    from rainforest.boat import BoatClassifier
     kw = {"max_depth": args.depth}
     if args.memory_budget:
         kw["memory_budget"] = args.memory_budget
@@ -49,7 +49,7 @@ def _boat(args):
 
 def _warm(args) -> float:
     """Compile (or load) the Numba kernels outside the timed fit."""
-    from boat import BoatClassifier
+    from rainforest.boat import BoatClassifier
     from rainforest.datasets import agrawal_table
     t0 = time.perf_counter()
     warm = agrawal_table(5000, function=args.function, seed=SEED + 1)
@@ -125,7 +125,7 @@ def run_update(args) -> dict:
                "rebuilt_subtrees": clf.n_rebuilt_subtrees_, "frontier_subtrees": clf.n_frontier_subtrees_,
                "warmup_seconds": warmup, "equals_rebuild": None}
         if args.rows <= args.check_update_rows:
-            from storage import ParquetSource
+            from rainforest.storage import ParquetSource
             fresh = _boat(args).fit(ParquetSource([str(p) for p in sorted(Path(args.train).glob("*.parquet"))]
                                                   + [extra]), target=LABEL)
             row["equals_rebuild"] = fresh.tree_.to_dict() == clf.tree_.to_dict()

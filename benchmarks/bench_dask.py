@@ -58,7 +58,7 @@ def _warm_up(function: int, cluster_address=None) -> float:
         write_agrawal_parquet(os.path.join(tmp, "w"), 5000, function=function, n_files=2, seed=SEED + 1)
         data = os.path.join(tmp, "w")
         if cluster_address is not None:
-            from storage import DaskSource
+            from rainforest.storage import DaskSource
 
             with DaskSource(data, scheduler=cluster_address) as source:
                 DecisionTreeClassifier(max_depth=3).fit(source, target=LABEL)
@@ -81,7 +81,7 @@ def _metered_source(train: str, address: str, passes: list):
     import psutil
     from distributed.protocol.pickle import dumps
 
-    from storage import DaskSource
+    from rainforest.storage import DaskSource
 
     def loopback() -> int:
         counters = psutil.net_io_counters(pernic=True)

@@ -191,7 +191,7 @@ def _meter(source, calls: list, queries: list) -> None:
 
 
 def _make_source(kind: str, train: str, url: str | None, table: str):
-    from storage import DuckDBSource, ParquetSource, PostgresSource
+    from rainforest.storage import DuckDBSource, ParquetSource, PostgresSource
 
     if kind == "parquet":
         return ParquetSource(train)
@@ -276,7 +276,7 @@ def _load(url: str, train: str, function: int) -> dict:
     from postgres_server import load_table
 
     from rainforest.datasets import agrawal_table
-    from storage.parquet import _expand
+    from rainforest.storage.parquet import _expand
 
     out = {}
     t0 = time.perf_counter()

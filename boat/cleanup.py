@@ -227,7 +227,7 @@ class NodeFiles:
 
 @dataclass
 class CleanupTask:
-    """The cleanup pass as a :class:`storage.PassTask` (local sources: it writes the node files)."""
+    """The cleanup pass as a :class:`rainforest.storage.PassTask` (local sources: it writes the node files)."""
 
     coarse: CoarseTree
     schema: Schema

@@ -20,7 +20,7 @@ from rainforest.grow import GrowParams, grow_tree
 from rainforest.profile import ProfileTask
 from rainforest.schema import CATEGORICAL, Schema
 from rainforest.tree import Tree
-from storage import TableSource
+from rainforest.storage import TableSource
 
 
 @dataclass

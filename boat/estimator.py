@@ -422,7 +422,7 @@ class BoatClassifier(ClassifierMixin, ParamsMixin):
         s = self._state
         files: NodeFiles = s["files"]
         paths = [p for k in range(s["coarse"].n_nodes) for p in files.files(k)]
-        from storage import ParquetSource
+        from rainforest.storage import ParquetSource
         parts = [ParquetSource(paths, partitioning=None)] + ([inserted] if inserted is not None else [])
         self._fit_source(FamilySource(parts=parts, name="the BOAT work folder and the inserted rows"), s["kinds"],
                          s["target"], s["budget"], s["file_schema"])

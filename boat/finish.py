@@ -1,6 +1,6 @@
 """Coarse to exact, top down: verified splits, interval rows routed on, RainForest below.
 
-Each coarse node, once its ancestors are final, gets its exact split (:mod:`boat.verify`) from
+Each coarse node, once its ancestors are final, gets its exact split (:mod:`rainforest.boat.verify`) from
 its statistics and the rows held in its interval; those rows then go down the exact split (and
 on through the coarse tree, adding to the statistics of the nodes they pass).  A node that fails
 verification, and every frontier node, is finished by RainForest (``rainforest.grow``, exact
@@ -20,7 +20,7 @@ import pyarrow as pa
 from rainforest.criteria import CRITERIA, impurity
 from rainforest.grow import EPSILON, GrowParams, grow_tree, split_outcome
 from rainforest.schema import CATEGORICAL, Schema
-from storage import ParquetSource, Source, TableSource
+from rainforest.storage import ParquetSource, Source, TableSource
 
 from .assemble import Node, tree_nodes
 from .cleanup import NodeFiles, NodeStats, route_rows

@@ -36,7 +36,7 @@ class SampledProfile:
 
 @dataclass
 class SampledProfileTask:
-    """A :class:`storage.PassTask`: :class:`rainforest.profile.ProfileTask` plus a row sample of
+    """A :class:`rainforest.storage.PassTask`: :class:`rainforest.profile.ProfileTask` plus a row sample of
     ``size`` rows over ``columns``."""
 
     profile: ProfileTask

@@ -136,7 +136,7 @@ def node_split(block, vmin, vmax, offsets, schema, f, interval_slot, stats, held
     it cannot be verified (then the node's subtree is rebuilt from its family).
 
     ``block`` (slots x classes) holds the node's bucket / category counts and ``vmin`` / ``vmax``
-    each bucket's value range (:class:`boat.cleanup.NodeStats`); ``interval_slot`` is the bucket of
+    each bucket's value range (:class:`rainforest.boat.cleanup.NodeStats`); ``interval_slot`` is the bucket of
     ``f`` that the interval fills; ``stats`` = (total, below, above, below_max, above_min);
     ``held_x`` / ``held_y``: the value of ``f`` and the class of each row held at the node."""
     n_classes = block.shape[1]

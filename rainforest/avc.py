@@ -118,7 +118,7 @@ class AvcState:
 
 @dataclass
 class AvcPass:
-    """A :class:`storage.PassTask` building the AVC-groups of ``n_nodes`` frontier nodes of a
+    """A :class:`rainforest.storage.PassTask` building the AVC-groups of ``n_nodes`` frontier nodes of a
     growing tree, over the attributes ``attrs``.
 
     ``routing`` holds the arrays of the tree so far that :func:`rainforest.rows.descend` routes

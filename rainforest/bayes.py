@@ -81,7 +81,7 @@ class BayesCounts:
 
 @dataclass
 class BayesPass:
-    """A :class:`storage.PassTask` computing :class:`BayesCounts` in one pass."""
+    """A :class:`rainforest.storage.PassTask` computing :class:`BayesCounts` in one pass."""
 
     kinds: dict
     target: str

@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from storage import Source
+from rainforest.storage import Source
 
 from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier, reading_model
 from .dask_predict import lazy_on_dask

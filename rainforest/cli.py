@@ -453,7 +453,7 @@ def _learner(args):
     if args.learner == "bayes":
         return NaiveBayesClassifier(**bayes)
     if args.learner == "boat":
-        from boat import BoatClassifier
+        from rainforest.boat import BoatClassifier
 
         return BoatClassifier(criterion=args.criterion, max_depth=args.max_depth,
                               min_samples_split=args.min_samples_split, min_samples_leaf=args.min_samples_leaf,
@@ -559,7 +559,7 @@ def _opened(args):
         return
     if args.table is not None or args.query is not None:
         raise ValueError("--scheduler reads Parquet DATA; --table and --query are for DuckDB files and PostgreSQL")
-    from storage import DaskSource
+    from rainforest.storage import DaskSource
 
     source = DaskSource(args.data, scheduler=args.scheduler)
     try:
@@ -581,7 +581,7 @@ def _open_data(args):
     if (table is None) == (query is None):
         raise ValueError(f"give exactly one of --table and --query with {'the URL' if is_pg else 'the DuckDB file'} "
                          f"{data!r}")
-    from storage import DuckDBSource, PostgresSource
+    from rainforest.storage import DuckDBSource, PostgresSource
 
     if is_pg:
         return PostgresSource(data, table=table, query=query)

@@ -1,5 +1,5 @@
 """Exceptions of the engine; each message names the file, column or value at fault."""
-from storage.base import SourceError
+from rainforest.storage.base import SourceError
 
 
 class DataError(SourceError):

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-from storage import SqlSource
+from rainforest.storage import SqlSource
 
 from .avc import avc_group, root_avc
 from .budget import parse_bytes
@@ -211,7 +211,7 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         Parameters
         ----------
         X : path, list of paths, Source, pyarrow Table, DataFrame or array-like
-            A path (Parquet file, folder, glob) or a :class:`storage.Source`
+            A path (Parquet file, folder, glob) or a :class:`rainforest.storage.Source`
             streams the data out of core; tables and arrays are passed over in
             memory the same way.
         y : array-like, optional

@@ -2,7 +2,7 @@
 bootstrap, a paired t-test, decision thresholds and class resampling.
 
 No split is ever materialized.  A training set is the source seen through a row rule
-(:mod:`storage.selection`): a fold, a holdout part or a bootstrap sample is a function of each
+(:mod:`rainforest.storage.selection`): a fold, a holdout part or a bootstrap sample is a function of each
 row's stable identity (and, for stratified splits, of its class and rank in its class), so each
 fit streams the base data and keeps the rows of its split, renumbered as if the split had been
 written out; the fit equals the fit on the materialized subset.  Scoring all the folds' (or all
@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage.selection import (FOLD, ROW_WEIGHT, BootstrapRule, ClassRateRule, FoldRule, RowSelection,
+from rainforest.storage.selection import (FOLD, ROW_WEIGHT, BootstrapRule, ClassRateRule, FoldRule, RowSelection,
                                SplitRule, select_rows, weight_rows)
 
 from .bootstrap import bootstrap_counts, tree_seeds
@@ -245,7 +245,7 @@ def cross_validate(estimator, X, y=None, *, target=None, sample_weight=None, fea
     balanced : bool, default=True
         Deal rows to folds in blocks (per class with ``stratify``): fold sizes differ by at most one
         row. False: a row's fold is the hash of its identity alone (balanced in expectation).
-        See :class:`storage.selection.FoldRule`.
+        See :class:`rainforest.storage.selection.FoldRule`.
     seed : int, default=0
         Which assignment of rows to folds.
     scoring : str or callable, default="accuracy"
@@ -305,7 +305,7 @@ def holdout(estimator, X, y=None, *, target=None, sample_weight=None, features=N
 
     ``test_size`` is the expected share of test rows; with ``balanced`` and ``stratify``, each
     class is split in that proportion to within a row per block of ``B`` rows, where
-    ``test_size = m / B`` (see :class:`storage.selection.SplitRule`). Other parameters as
+    ``test_size = m / B`` (see :class:`rainforest.storage.selection.SplitRule`). Other parameters as
     :func:`cross_validate`. Two passes besides the fit's.
     """
     data = training_data(X, y, target, sample_weight, features)
@@ -508,7 +508,7 @@ def resample(X, *, target: str, rates: dict | None = None, strategy: str = "unde
 
     Returns
     -------
-    storage.selection.RowSelection
+    rainforest.storage.selection.RowSelection
         A Source: rows of weight 0 are dropped, and when some rate exceeds 1 (or ``sample_weight``
         is given) the weights are the column ``result.column``; fit with
         ``sample_weight=result.column``.

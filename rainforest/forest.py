@@ -317,7 +317,7 @@ class ForestCounts:
 
 @dataclass
 class ForestPass:
-    """A :class:`storage.PassTask` counting the AVC-groups of the jobs (tree, node) of one pass.
+    """A :class:`rainforest.storage.PassTask` counting the AVC-groups of the jobs (tree, node) of one pass.
 
     ``routing`` holds the forest's concatenated :func:`rainforest.rows.step` arrays; ``depth`` is the
     level of the pass's jobs."""
@@ -357,7 +357,7 @@ class ForestPass:
 
 @dataclass
 class KeepPass:
-    """A :class:`storage.PassTask` that keeps every encoded row (the forest's RF-Hybrid) and counts
+    """A :class:`rainforest.storage.PassTask` that keeps every encoded row (the forest's RF-Hybrid) and counts
     nothing: the trees then grow from memory (:mod:`rainforest.in_bag`)."""
 
     columns: Columns
@@ -377,7 +377,7 @@ class KeepPass:
 
 @dataclass
 class OobPass:
-    """A :class:`storage.PassTask` summing, for every row, the class distributions of the leaves it
+    """A :class:`rainforest.storage.PassTask` summing, for every row, the class distributions of the leaves it
     reaches in the trees whose bootstrap left it out (multiplicity 0), in tree order; the state is
     the list of ``(first_row, votes, n_trees, labels)`` blocks."""
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from storage import DaskSource, ParquetSource, Source, TableSource, as_table
-from storage.dask import is_dask_dataframe
+from rainforest.storage import DaskSource, ParquetSource, Source, TableSource, as_table
+from rainforest.storage.dask import is_dask_dataframe
 
 from .errors import DataError
 from .schema import CATEGORICAL, arrow_kind

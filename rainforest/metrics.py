@@ -1,7 +1,7 @@
 """Evaluation in one pass over data of any size: confusion matrix, precision/recall/F, ROC and AUC.
 
 Everything a classifier's quality needs is a sum over rows, so one pass accumulates it batch by
-batch (:class:`EvaluationTask`, a :class:`storage.PassTask`: partial tallies of a distributed
+batch (:class:`EvaluationTask`, a :class:`rainforest.storage.PassTask`: partial tallies of a distributed
 source merge):
 
 * the **confusion matrix** (weights, rows = true class, columns = predicted class), from which
@@ -220,7 +220,7 @@ class Tally:
 
 @dataclass
 class EvaluationTask:
-    """A :class:`storage.PassTask` scoring ``estimator`` on every row: a :class:`Tally`.
+    """A :class:`rainforest.storage.PassTask` scoring ``estimator`` on every row: a :class:`Tally`.
 
     ``threshold`` (two classes only): predict the positive class ``pos_index`` when its probability
     is at least ``threshold``; otherwise the most probable class (the first on ties, as ``predict``).

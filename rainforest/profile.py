@@ -66,7 +66,7 @@ class Profile:
 
 @dataclass
 class ProfileTask:
-    """A :class:`storage.PassTask` computing a :class:`Profile`."""
+    """A :class:`rainforest.storage.PassTask` computing a :class:`Profile`."""
 
     kinds: dict  # column -> NUMERIC / CATEGORICAL
     target: str

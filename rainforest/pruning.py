@@ -451,7 +451,7 @@ def pessimistic_prune(tree: Tree, confidence: float = 0.25) -> Tree:
 # -- reduced error -------------------------------------------------------------------------------
 @dataclass
 class NodeClassCounts:
-    """A :class:`storage.PassTask` counting, per leaf of ``tree``, the (weighted) rows of each class
+    """A :class:`rainforest.storage.PassTask` counting, per leaf of ``tree``, the (weighted) rows of each class
     that reach it; the state is a ``(node_count, n_classes)`` array (internal nodes stay zero)."""
 
     tree: Tree
@@ -494,7 +494,7 @@ def validation_counts(tree: Tree, source, target: str, weight: str | None = None
                       batch_size: int = 65536) -> np.ndarray:
     """Per node, the (weighted) validation rows of each class whose path passes through it.
 
-    One pass over ``source`` (a :class:`storage.Source`): each row is routed to its leaf and
+    One pass over ``source`` (a :class:`rainforest.storage.Source`): each row is routed to its leaf and
     counted there; a node's counts are then the sums over its leaves, which is the same as
     counting every row at every node on its path.
     """

@@ -1,6 +1,6 @@
 """Passes pushed down into a database: one aggregate query per pass, and its result as the pass's state.
 
-A SQL source (:mod:`storage.sql`) asks a pass's task for an :class:`AggregateQuery` over its
+A SQL source (:mod:`rainforest.storage.sql`) asks a pass's task for an :class:`AggregateQuery` over its
 relation; the database answers with aggregates only (AVC-groups, value counts, a bounded
 sample), which become exactly the state that folding the rows would have built:
 
@@ -33,7 +33,7 @@ from .sql import Dialect, category_branches, dialect_of, numeric_sql, routing_ca
 @dataclass
 class AggregateQuery:
     """The SQL of one pass and how its result (an Arrow table) becomes the pass's state.
-    ``row_id``: the query orders rows by their identity (see :class:`storage.sql.SqlRelation`)."""
+    ``row_id``: the query orders rows by their identity (see :class:`rainforest.storage.sql.SqlRelation`)."""
 
     sql: str
     finish: Callable[[pa.Table], object]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from storage.sql import quote_ident, quote_text
+from rainforest.storage.sql import quote_ident, quote_text
 
 from .errors import DataError
 

@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class ClusterError(RuntimeError):
@@ -55,8 +54,8 @@ class LoopbackCluster:
         Folder for the scheduler file, logs and ``cluster.json``; a temporary one by default
         (removed by :meth:`stop`).
     env : dict, optional
-        Extra environment of the scheduler and the workers (e.g. ``PYTHONPATH``,
-        ``NUMBA_NUM_THREADS``); the scheduler unpickles task graphs too, so it needs
+        Extra environment of the scheduler and the workers (e.g. ``NUMBA_NUM_THREADS``, or
+        ``PYTHONPATH`` for modules of one's own); the scheduler unpickles task graphs too, so it needs
         the modules of the tasks as much as the workers.
     timeout : float, default=60
         Seconds to wait for the scheduler and every worker to be up.
@@ -65,11 +64,9 @@ class LoopbackCluster:
     def __init__(self, n_workers=2, nthreads=1, nanny=False, port=0, state_dir=None, env=None, timeout=60.0,
                  memory_limit="0"):
         self.n_workers, self.nthreads, self.nanny, self.port = n_workers, nthreads, nanny, port
-        # The repository on the path: with an editable install (pip install -e), a worker's spill
-        # folder, <local dir>/storage, would otherwise shadow the package "storage" (distributed puts
-        # the worker's local directory first on sys.path; the editable finder comes after it).
-        path = os.pathsep.join(p for p in [str(ROOT), os.environ.get("PYTHONPATH", "")] if p)
-        self.env = {"PYTHONPATH": path, **(env or {})}
+        # No PYTHONPATH: the packages are rainforest.storage and rainforest.boat, which nothing in a
+        # worker's local directory (first on sys.path, with Dask's spill folder "storage") can shadow.
+        self.env = dict(env or {})
         self.timeout = timeout
         self.memory_limit = memory_limit
         self._own_dir = state_dir is None

@@ -1,7 +1,7 @@
 """Where rows live, and how one pass over them is made.
 
 Every source yields Arrow record batches in a stable order and counts its
-passes; see :class:`storage.base.Source`.
+passes; see :class:`rainforest.storage.base.Source`.
 """
 from .base import PassTask, Source, SourceError
 from .dask import DaskSource

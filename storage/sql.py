@@ -151,7 +151,7 @@ class DuckDBSource(SqlSource):
         A table or view name (``"t"`` or ``("schema", "t")``), quoted as given.
     parquet : str, path-like or list, optional
         Parquet files read by DuckDB: a file, a folder, a glob or a list, as for
-        :class:`storage.ParquetSource` (files in sorted order; hive partitions as columns).
+        :class:`rainforest.storage.ParquetSource` (files in sorted order; hive partitions as columns).
     database : str or path-like, optional
         A DuckDB database file, opened read-only (for ``query`` and ``table``); in memory if
         not given.

@@ -42,10 +42,7 @@ def _boost(base, **kw):
 
 
 def _boat(**kw):
-    try:
-        from rainforest.boat import BoatClassifier
-    except ImportError:  # before issue 10 the package was top-level
-        from boat import BoatClassifier
+    from rainforest.boat import BoatClassifier  # 1310887 had it as the top-level `boat`
     return BoatClassifier(**kw)
 
 

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rainforest import BudgetError, DataError, DecisionTreeClassifier, load
-from storage import MissingPathError, SourceError
+from rainforest.storage import MissingPathError, SourceError
 
 
 def _listing(folder):

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import dataset_path, numeric_xy
 from rainforest import DataError, NaiveBayesClassifier
-from storage import ParquetSource
+from rainforest.storage import ParquetSource
 
 
 def test_textbook_buys_computer():

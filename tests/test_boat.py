@@ -8,12 +8,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import boat.coarse
-from boat import BoatClassifier
+import rainforest.boat.coarse as boat_coarse
+from rainforest.boat import BoatClassifier
 from oracle import compare_with_sklearn
 from rainforest import DecisionTreeClassifier, load
 from rainforest.datasets import agrawal_table
-from storage import ParquetSource, TableSource
+from rainforest.storage import ParquetSource, TableSource
 
 FAST = dict(sample_size=4000, n_bootstrap=5, max_family_rows=800)
 SEEDS = 10  # data and sample seeds per Agrawal function and criterion
@@ -98,7 +98,7 @@ def test_tiny_sample_fails_and_is_repaired():
 
 
 def test_wrong_agreed_interval_is_detected_below_the_root(monkeypatch):
-    real = boat.coarse.bootstrap_trees
+    real = boat_coarse.bootstrap_trees
 
     def misled(*args, **kw):  # every tree agrees on a split point far from the real one at node 1
         trees = real(*args, **kw)
@@ -106,7 +106,7 @@ def test_wrong_agreed_interval_is_detected_below_the_root(monkeypatch):
             tr.threshold[1] = tr.threshold[1] + 0.3 * abs(tr.threshold[1]) + 1.0
         return trees
 
-    monkeypatch.setattr(boat.coarse, "bootstrap_trees", misled)
+    monkeypatch.setattr(boat_coarse, "bootstrap_trees", misled)
     t = agrawal_table(10000, function=1, seed=2)
     clf = BoatClassifier(**FAST).fit(t, target="class")
     assert clf.n_verification_failures_ >= 1

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import dataset_path, numeric_xy
 from rainforest import AdaBoostClassifier, DataError, DecisionTreeClassifier, NaiveBayesClassifier
-from storage import ParquetSource
+from rainforest.storage import ParquetSource
 
 
 def test_boosted_stumps_beat_a_stump_on_adult_with_one_pass_per_round():

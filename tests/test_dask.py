@@ -31,7 +31,7 @@ from rainforest import AdaBoostClassifier, DecisionTreeClassifier, NaiveBayesCla
 from rainforest.cli import main as cli_main  # noqa: E402
 from rainforest.datasets import write_agrawal_parquet  # noqa: E402
 from rainforest.inputs import to_source  # noqa: E402
-from storage import DaskSource, ParquetSource, SourceError  # noqa: E402
+from rainforest.storage import DaskSource, ParquetSource, SourceError  # noqa: E402
 
 # dask's own Parquet reader calls a pandas method pandas deprecates; not ours to fix
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning")
@@ -42,8 +42,9 @@ from dask_cluster import ClusterError, LoopbackCluster  # noqa: E402
 
 N_FILES = 6
 PARAMS = dict(max_depth=6, max_bins=64, binning_sample=5000)
-# The workers unpickle tasks defined in this folder (dask_faults) and in the repository.
-WORKER_ENV = {"PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+# The workers unpickle tasks defined in this folder (dask_faults); rainforest itself comes from the
+# install, with no PYTHONPATH (rainforest.storage cannot be shadowed by a worker's spill folder).
+WORKER_ENV = {"PYTHONPATH": os.pathsep.join(p for p in [str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")] if p),
               "NUMBA_NUM_THREADS": "1"}
 
 
@@ -317,9 +318,8 @@ def test_docker_compose_services_do_their_jobs_as_local_processes(tmp_path):
 
     port, data_dir = _free_port(), str(tmp_path / "volume")
     os.makedirs(data_dir)
-    # In the image rainforest is installed in site-packages; here it may be an editable install, which a
-    # worker's spill folder "storage" would shadow (see scripts/dask_cluster.py): the repository goes first.
-    env = {**os.environ, "AGRAWAL_ROWS": "20000", "PYTHONPATH": str(ROOT)}
+    # rainforest comes from the install (editable here, site-packages in the image), no PYTHONPATH.
+    env = {**os.environ, "AGRAWAL_ROWS": "20000"}
     procs = []
 
     def service_env(name):

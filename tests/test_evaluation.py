@@ -12,8 +12,8 @@ from rainforest.bootstrap import bootstrap_counts, seed_keys
 from rainforest.evaluation import (bootstrap_632, choose_threshold, compare, cross_validate, holdout,
                                    paired_t_test, predict_threshold, random_subsampling, resample, sampling_rates)
 from rainforest.rowhash import row_hash
-from storage import DuckDBSource, ParquetSource, SourceError, TableSource
-from storage.selection import (FOLD, ROW_WEIGHT, ClassRateRule, FoldRule, SplitRule, select_rows, weight_rows)
+from rainforest.storage import DuckDBSource, ParquetSource, SourceError, TableSource
+from rainforest.storage.selection import (FOLD, ROW_WEIGHT, ClassRateRule, FoldRule, SplitRule, select_rows, weight_rows)
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +256,7 @@ def test_choose_threshold_maximizes_f1_and_minimizes_cost(magic):
 
 def test_cross_validation_over_dask_streams_the_partitions_in_order(datasets):
     dd = pytest.importorskip("dask.dataframe")
-    from storage import DaskSource
+    from rainforest.storage import DaskSource
     table = pq.read_table(datasets("mushroom"))
     source = DaskSource(dd.from_pandas(table.to_pandas(), npartitions=3))
     a = cross_validate(DecisionTreeClassifier(max_depth=3), source, target="class", n_folds=3)

@@ -16,7 +16,7 @@ from rainforest import forest, in_bag
 from rainforest.forest import bootstrap_block
 from rainforest.in_bag import partition_spans
 from rainforest.rowhash import row_hash_sql
-from storage import ParquetSource
+from rainforest.storage import ParquetSource
 
 dd = pytest.importorskip("dask.dataframe")
 
@@ -222,7 +222,7 @@ def test_identical_forests_across_n_jobs_batch_sizes_and_sources(agrawal):
 
 def test_identical_forests_from_duckdb(agrawal):
     pytest.importorskip("duckdb")
-    from storage import DuckDBSource
+    from rainforest.storage import DuckDBSource
 
     params = dict(n_estimators=8, max_depth=5, random_state=2)
     ref = RandomForestClassifier(**params).fit(agrawal, target="class")
@@ -232,7 +232,7 @@ def test_identical_forests_from_duckdb(agrawal):
 
 def test_identical_forests_from_postgresql(agrawal, postgres_url):
     from conftest import load_script
-    from storage import PostgresSource
+    from rainforest.storage import PostgresSource
 
     load_script("postgres_server").load_table(postgres_url, "forest_agrawal", pq.read_table(agrawal), replace=True)
     params = dict(n_estimators=8, max_depth=5, random_state=2, oob_score=True)

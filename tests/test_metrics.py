@@ -10,7 +10,7 @@ import sklearn.metrics as skm
 from rainforest import DataError, DecisionTreeClassifier, NaiveBayesClassifier, RandomForestClassifier
 from rainforest.metrics import evaluate, precision_recall_fscore, roc_from_counts
 from conftest import dataset_path
-from storage import DuckDBSource, ParquetSource, TableSource
+from rainforest.storage import DuckDBSource, ParquetSource, TableSource
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,7 @@ def test_dask_source_merges_partial_tallies(adult):
     dd = pytest.importorskip("dask.dataframe")
     _, table, clf = adult
     frame = dd.from_pandas(table.to_pandas(), npartitions=4)
-    from storage import DaskSource
+    from rainforest.storage import DaskSource
     ev = evaluate(clf, DaskSource(frame), target="class")
     ref = evaluate(clf, table, target="class")
     np.testing.assert_array_equal(ev.confusion_matrix, ref.confusion_matrix)

@@ -7,7 +7,7 @@ import pytest
 from conftest import dataset_path
 from rainforest import DecisionTreeClassifier
 from rainforest.datasets import agrawal_table
-from storage import ParquetSource
+from rainforest.storage import ParquetSource
 
 
 def _write_parts(table: pa.Table, folder, n_files: int) -> str:

@@ -5,7 +5,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rainforest import DecisionTreeClassifier
-from storage import ParquetSource, SourceError
+from rainforest.storage import ParquetSource, SourceError
 
 
 def _rows(source, columns):
@@ -92,7 +92,7 @@ def test_row_groups_read_whole_give_the_rows_of_a_page_wise_read(tmp_path, colum
 
 
 def test_a_row_group_is_the_read_unit_where_it_fits_a_batch_room(tmp_path):
-    from storage.parquet import BATCH_VALUE_BYTES
+    from rainforest.storage.parquet import BATCH_VALUE_BYTES
     _file_with_row_groups(tmp_path / "a.parquet")
     source = ParquetSource(tmp_path / "a.parquet")
     # 1,000 rows of a float64 and an int32 column decode to about 12 kB: a batch of 300 rows of two
@@ -109,7 +109,7 @@ def test_a_row_group_is_the_read_unit_where_it_fits_a_batch_room(tmp_path):
 def test_decoded_size_of_dictionary_columns(tmp_path):
     """A dictionary column of strings (a pandas categorical) has no decoded size in the footer; an
     integer column written dictionary-encoded reads back plain, at its own width."""
-    from storage.parquet import _decoded_bytes
+    from rainforest.storage.parquet import _decoded_bytes
     table = pa.table({"s": pa.array(["a", "b"] * 500).dictionary_encode(),
                       "k": pa.array([3, 70000] * 500, pa.int64()).dictionary_encode()})
     pq.write_table(table, tmp_path / "d.parquet")
@@ -124,7 +124,7 @@ def test_a_pass_reads_one_group_ahead_at_most():
     at most the group it works on and the one being read."""
     import time
 
-    from storage.base import _prefetched
+    from rainforest.storage.base import _prefetched
     started = []
 
     def groups():
@@ -141,7 +141,7 @@ def test_a_pass_reads_one_group_ahead_at_most():
 
 
 def test_a_read_error_reaches_the_pass_after_the_groups_before_it():
-    from storage.base import _prefetched
+    from rainforest.storage.base import _prefetched
 
     def groups():
         yield [1, 2]

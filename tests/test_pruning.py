@@ -19,7 +19,7 @@ from rainforest.pruning import (c45_added_errors, cost_complexity_path, cost_com
                                 estimated_errors, leaf_error_estimates, parents, pessimistic_prune, prune,
                                 reduced_error_prune, validation_counts)
 from rainforest.tree import Tree
-from storage import ParquetSource, TableSource
+from rainforest.storage import ParquetSource, TableSource
 
 
 def _agrawal(n=20_000, function=7):

@@ -8,7 +8,7 @@ from conftest import dataset_path, load_script
 import duckdb
 from rainforest import DecisionTreeClassifier
 from rainforest.datasets import agrawal_table
-from storage import DuckDBSource, PostgresSource, SourceError
+from rainforest.storage import DuckDBSource, PostgresSource, SourceError
 
 
 def fit(data, **kw):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from boat import BoatClassifier
+from rainforest.boat import BoatClassifier
 from rainforest import DecisionTreeClassifier
 from rainforest.datasets import agrawal_table, write_agrawal_parquet
 

@@ -10,7 +10,7 @@ import duckdb
 
 from rainforest import DecisionTreeClassifier
 from rainforest.datasets import agrawal_table
-from storage import DuckDBSource
+from rainforest.storage import DuckDBSource
 
 with tempfile.TemporaryDirectory() as tmp:
     db = str(Path(tmp) / "warehouse.duckdb")
