@@ -89,6 +89,10 @@ class RowSelection(Source):
     def description(self) -> str:
         return f"{self.base.description} ({describe(self.rule)})"
 
+    @property
+    def reads_ahead(self) -> bool:  # read ahead only where the base's reading costs
+        return self.base.reads_ahead
+
     def scan(self, columns, batch_size=65536, prefetch=True):
         self.base.n_passes += 1
         return super().scan(columns, batch_size, prefetch)

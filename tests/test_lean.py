@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rainforest.storage import ParquetSource, TableSource
+from rainforest.storage.selection import FoldRule, select_rows
 
 OPTIONAL = ["dask", "distributed", "duckdb", "psycopg", "onnx", "onnxruntime", "pandas", "matplotlib",
             "pyarrow.dataset", "sklearn", "numba"]
@@ -54,3 +55,6 @@ def test_in_memory_passes_start_no_reading_thread(tmp_path):
     files = ThreadsSeen()  # a file is read ahead while the batch before is folded
     assert ParquetSource(str(tmp_path / "t.parquet")).run_pass(files, ["x"], batch_size=100) == 1000
     assert "rainforest-prefetch" in files.names
+    folds = ThreadsSeen()  # a selection reads ahead where its base does
+    assert select_rows(TableSource(table=table), FoldRule(5, keep=(0,))).run_pass(folds, ["x"]) == 200
+    assert "rainforest-prefetch" not in folds.names
