@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from .base import Source, SourceError
+from .lazy import lazy_module
+
+ds = lazy_module("pyarrow.dataset")  # imports pandas: only when a Parquet source is read
 
 
 class MissingPathError(SourceError, FileNotFoundError):
