@@ -18,6 +18,7 @@ from .dask_predict import lazy_on_dask
 from .errors import DataError, NotFittedError
 from .grow import GrowParams, grow_tree
 from .inputs import attribute_kinds, feature_tables, training_data
+from .model_check import check_document
 from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
 from .pruning import (_check_ccp_alpha, cost_complexity_path, cost_complexity_prune, pessimistic_prune,
@@ -540,6 +541,7 @@ def load(path):
     classes = {"DecisionTreeClassifier": DecisionTreeClassifier}
     if doc.get("estimator") not in classes:
         raise ValueError(f"{path!r} holds an unknown estimator {doc.get('estimator')!r}")
+    check_document(doc, path, classes[doc["estimator"]])
     est = classes[doc["estimator"]](**_params_from_json(doc["params"]))
     tree = Tree.from_dict(doc["tree"])
     est.tree_ = tree
