@@ -24,12 +24,12 @@ rainforest.evaluation
     Holdout, random subsampling, k-fold cross-validation, the .632 bootstrap, the paired
     t-test, threshold moving and class resampling, over any source without copying it.
 """
-from .errors import BudgetError, DataError, NotFittedError
+from .errors import BudgetError, DataError, ModelError, NotFittedError
 from .bayes import NaiveBayesClassifier
 from .boosting import AdaBoostClassifier
 from .estimators import DecisionTreeClassifier, load, root_avc_group
 from .forest import RandomForestClassifier
 from .tree import Tree
 
-__all__ = ["DecisionTreeClassifier", "NaiveBayesClassifier", "AdaBoostClassifier", "RandomForestClassifier", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "NotFittedError"]
+__all__ = ["DecisionTreeClassifier", "NaiveBayesClassifier", "AdaBoostClassifier", "RandomForestClassifier", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "ModelError", "NotFittedError"]
 __version__ = "0.1.0"

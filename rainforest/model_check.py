@@ -517,7 +517,7 @@ def check_boosting(d, at: At, params: dict) -> None:
     pat = At(at.path, at.what, "params") / "estimator"
     if base is not None:
         name = pat.get(base, "estimator")
-        if name not in BASE_LEARNERS:
+        if not isinstance(name, str) or name not in BASE_LEARNERS:
             (pat / "estimator").fail(f"unknown base estimator {name!r}"[:200])
         check_params(pat / "params", pat.get(base, "params"), BASE_LEARNERS[name])
     check_version(at, d, BOOSTING_FORMAT, BOOSTING_VERSION, "boosting")
