@@ -26,7 +26,7 @@ rainforest.evaluation
 """
 from importlib import import_module
 
-from .errors import BudgetError, DataError, NotFittedError
+from .errors import BudgetError, DataError, ModelError, NotFittedError
 
 # The learners are imported on first use (``rainforest.DecisionTreeClassifier``, ``from rainforest
 # import ...``): importing them compiles nothing but loads Numba, which a program that only reads
@@ -36,7 +36,8 @@ _LAZY = {"DecisionTreeClassifier": "estimators", "load": "estimators", "root_avc
          "Tree": "tree"}
 
 __all__ = ["DecisionTreeClassifier", "NaiveBayesClassifier", "AdaBoostClassifier", "RandomForestClassifier", "load",
-           "root_avc_group", "Tree", "DataError", "BudgetError", "NotFittedError"]
+           "root_avc_group", "Tree", "DataError", "BudgetError", "ModelError",
+           "NotFittedError"]
 __version__ = "0.1.0"
 
 

@@ -24,6 +24,7 @@ from .dask_predict import lazy_on_dask
 from .errors import DataError, NotFittedError
 from .estimators import write_model, _params_from_json, _plain, numba_threads
 from .inputs import attribute_kinds, feature_tables, training_data
+from .model_check import check_document
 from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
 from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, numeric_values, plain_numbers
@@ -594,6 +595,7 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
         ValueError
             If ``doc`` holds no valid naive Bayes model (the message names ``path``).
         """
+        check_document(doc, path, cls)
         with reading_model(doc, cls.__name__, path):
             est = cls(**_params_from_json(doc["params"]))
             est._set_model_dict(doc["naive_bayes"])

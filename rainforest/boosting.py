@@ -31,6 +31,7 @@ from .estimators import (write_model, DecisionTreeClassifier, _jsonable_params, 
                          _plain, numba_threads)
 from .grow import grow_tree
 from .inputs import attribute_kinds, feature_tables, training_data
+from .model_check import check_document
 from .params import ClassifierMixin, ParamsMixin
 from .schema import Label, numeric_values
 from .tree import Tree
@@ -375,6 +376,7 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
         ValueError
             If ``doc`` holds no valid boosted model (the message names ``path``).
         """
+        check_document(doc, path, cls)
         with reading_model(doc, cls.__name__, path):
             params = dict(doc["params"])
             base = params.get("estimator")

@@ -3,8 +3,10 @@
 Every subcommand streams its data out of core (Parquet files, folders or
 globs), so the data may be larger than memory. Bad input ends in one line
 ``rainforest: error: <message>`` on stderr and exit status 2 (the same status
-argparse uses for usage errors); Ctrl-C ends with status 130. Output files
-(models, predictions) are written atomically: a failed command leaves none
+argparse uses for usage errors); Ctrl-C ends with status 130, SIGTERM and SIGHUP
+with 128 + the signal's number, after the same cleanup. Output files (models,
+predictions, plots, exports) are checked before any work (writable, not a folder,
+not an input however spelled) and written atomically: a failed command leaves none
 behind, half-written or otherwise.
 
 Heavy modules (Numba kernels, pyarrow) are imported by the subcommands, not
@@ -20,7 +22,8 @@ import sys
 import tempfile
 import time
 
-from .atomic import check_writable  # light: os and tempfile only
+from .outputs import check_outputs  # light: os, glob and tempfile only
+from .signals import Terminated, termination_as_interrupt
 
 PROG = "rainforest"
 EXIT_ERROR = 2
@@ -501,7 +504,7 @@ def _summary(clf) -> list[str]:
 
 
 def cmd_train(args) -> int:
-    check_writable(args.model, "model")
+    check_outputs({"model": args.model}, [args.data, args.validation])
     clf = _learner(args)
     if (args.prune == "reduced-error") != (args.validation is not None):
         raise ValueError("--prune reduced-error and --validation DATA go together")
@@ -620,8 +623,8 @@ def cmd_predict(args) -> int:
 
     from .atomic import atomic_path
 
+    check_outputs({"output file": args.out}, [args.model, args.data])
     clf = _load(args.model)
-    check_writable(args.out, "output file")
     out = os.path.abspath(args.out)
     classes = clf.classes_
     names = ["prediction"] + ([f"proba_{c}" for c in classes] if args.proba else [])
@@ -660,8 +663,7 @@ def cmd_evaluate(args) -> int:
 
     clf = _load(args.model)
     target = args.target or model_target(clf)
-    if args.roc is not None:
-        check_writable(args.roc, "ROC plot")
+    check_outputs({"ROC plot": args.roc}, [args.model, args.data])
     with _opened(args) as data:  # one pass; on a Dask cluster the workers score their partitions
         pos_label = next((c for c in clf.classes_ if str(c) == args.pos_label), args.pos_label)  # "1" means 1
         ev = evaluate(clf, data, target=target, threshold=args.threshold, pos_label=pos_label)
@@ -757,9 +759,7 @@ def _export(args, clf, trees) -> list[str]:
     if tree is None and wanted != ["onnx"]:
         raise ValueError(f"--{wanted[0]} exports one tree; {args.model!r} holds a {type(clf).__name__}"
                          + (" (choose one with --tree K)" if hasattr(clf, "tree_seeds_") else ""))
-    for a in ("dot", "png", "onnx"):
-        if getattr(args, a) is not None:
-            check_writable(getattr(args, a), f"{a.upper()} file")
+    check_outputs({f"{a.upper()} file": getattr(args, a) for a in ("dot", "png", "onnx")}, [args.model])
     lines = []
     if args.dot is not None:
         from .dot import export_dot
@@ -808,7 +808,11 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with termination_as_interrupt():  # SIGTERM, SIGHUP: the cleanup Ctrl-C gets
+            return args.func(args)
+    except Terminated as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -15,9 +15,10 @@ from .avc import avc_group, root_avc
 from .budget import parse_bytes
 from .criteria import CRITERIA
 from .dask_predict import lazy_on_dask
-from .errors import DataError, NotFittedError
+from .errors import DataError, ModelError, NotFittedError
 from .grow import GrowParams, grow_tree
 from .inputs import attribute_kinds, feature_tables, training_data
+from .model_check import check_document
 from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
 from .pruning import (_check_ccp_alpha, cost_complexity_path, cost_complexity_prune, pessimistic_prune,
@@ -513,8 +514,9 @@ def load(path):
 
     Raises
     ------
-    ValueError
-        If the file is not a rainforest model or has an unknown version (the message names the file).
+    ModelError
+        If the file is not a valid rainforest model (the message names the file and the field); a
+        ValueError.
     """
     path = os.fspath(path)
     try:
@@ -522,12 +524,13 @@ def load(path):
             doc = json.load(f)
     except FileNotFoundError:
         raise FileNotFoundError(f"no such model file: {path!r}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path!r} is not a rainforest model (invalid JSON: {exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ModelError(f"{path!r} is not a rainforest model (invalid JSON: {exc})", path) from None
     if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
-        raise ValueError(f"{path!r} is not a rainforest model")
+        raise ModelError(f"{path!r} is not a rainforest model", path)
     if doc.get("version") != MODEL_VERSION:
-        raise ValueError(f"{path!r} has model format version {doc.get('version')!r}; this build reads {MODEL_VERSION}")
+        raise ModelError(f"{path!r} has model format version {doc.get('version')!r}; this build reads {MODEL_VERSION}",
+                         path)
     if doc.get("estimator") == "RandomForestClassifier":  # the forest reads its own document (rainforest/forest.py)
         from .forest import RandomForestClassifier
         return RandomForestClassifier.from_document(doc, path)
@@ -538,8 +541,9 @@ def load(path):
         from .boosting import AdaBoostClassifier
         return AdaBoostClassifier.from_document(doc, path)
     classes = {"DecisionTreeClassifier": DecisionTreeClassifier}
-    if doc.get("estimator") not in classes:
-        raise ValueError(f"{path!r} holds an unknown estimator {doc.get('estimator')!r}")
+    if not isinstance(doc.get("estimator"), str) or doc["estimator"] not in classes:
+        raise ModelError(f"{path!r} holds an unknown estimator {doc.get('estimator')!r}", path)
+    check_document(doc, path, classes[doc["estimator"]])
     est = classes[doc["estimator"]](**_params_from_json(doc["params"]))
     tree = Tree.from_dict(doc["tree"])
     est.tree_ = tree

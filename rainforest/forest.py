@@ -52,6 +52,7 @@ from .grow import EPSILON, GrowParams, PassMeter, _Nodes, _pre_leaf, _split, bra
 from .in_bag import InBagCopies, count_spans, gather_in_bag, in_bag_fraction, partition_spans
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
+from .model_check import check_document
 from .profile import quantile_edges
 from .pruning import cost_complexity_prune
 from .rowhash import M32, hash_row, row_hash
@@ -1303,6 +1304,7 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
     @classmethod
     def from_document(cls, doc: dict, path: str = "<document>") -> "RandomForestClassifier":
         """The estimator saved in ``doc`` (a parsed model file whose estimator is this class)."""
+        check_document(doc, path, cls)
         forest = doc.get("forest")
         if not isinstance(forest, dict) or forest.get("format") != FOREST_FORMAT:
             raise ValueError(f"{path!r} holds no rainforest forest")
