@@ -26,7 +26,8 @@ from .estimators import write_model, _params_from_json, _plain, numba_threads
 from .inputs import attribute_kinds, feature_tables, training_data
 from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
-from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, numeric_values, plain_numbers
+from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes, check_weight_total,
+                     numeric_values, plain_numbers)
 
 #: the naive Bayes part of a model file (also embedded, once per round, in a boosted model)
 BAYES_FORMAT = "rainforest.naive_bayes"
@@ -499,6 +500,8 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
         counts = data.source.run_pass(task, columns, self.batch_size)
         if counts.n_rows == 0:
             raise DataError(f"{data.source.description} has no rows")
+        check_classes(counts.class_weight, data.target, data.source.description)
+        check_weight_total(sum(counts.class_weight.values()), data.weight, data.source.description)
         return counts
 
     # -- turning counts into the model -------------------------------------------------

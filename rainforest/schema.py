@@ -144,6 +144,30 @@ class Attribute:
         return idx.fill_null(len(self.categories)).to_numpy(zero_copy_only=False)
 
 
+#: a floating-point target with more distinct values than this, not all whole numbers, is refused
+#: as a quantity to regress, not a class label (:func:`check_classes`)
+MAX_FLOAT_CLASSES = 32
+
+
+def check_classes(classes, target: str, where: str) -> None:
+    """Refuse a target that looks continuous: floating point, more than :data:`MAX_FLOAT_CLASSES`
+    distinct values, one of them not a whole number.  A user whose float column is a class label
+    says so by casting it to string or integer."""
+    floats = [v for v in classes if isinstance(v, (float, np.floating))]
+    if len(floats) > MAX_FLOAT_CLASSES and any(not float(v).is_integer() for v in floats):
+        raise DataError(f"the target column {target!r} of {where} holds {len(floats)} distinct floating-point "
+                        f"values, not all whole numbers: it looks like a quantity to predict by regression "
+                        f"(a DecisionTreeRegressor), not a class label; if it is a class label, cast the "
+                        f"column to string or integer")
+
+
+def check_weight_total(total: float, weight: str | None, where: str) -> None:
+    """Refuse weights that are all zero (every row would count as absent)."""
+    if weight is not None and not total > 0:
+        raise DataError(f"the weight column {weight!r} of {where} is zero on every row; "
+                        f"rows of weight 0 count as absent, so nothing is left to learn from")
+
+
 @dataclass
 class Label:
     """The target column and its classes (sorted; the class of code ``k`` is ``classes[k]``)."""
