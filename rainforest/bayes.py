@@ -27,7 +27,8 @@ from .inputs import attribute_kinds, feature_tables, training_data
 from .model_check import check_document
 from .params import ClassifierMixin, ParamsMixin
 from .profile import ProfileTask
-from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, numeric_values, plain_numbers
+from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes, check_weight_total,
+                     numeric_values, plain_numbers)
 
 #: the naive Bayes part of a model file (also embedded, once per round, in a boosted model)
 BAYES_FORMAT = "rainforest.naive_bayes"
@@ -62,6 +63,13 @@ class BayesCounts:
     moments: dict = field(default_factory=dict)  # attribute -> {class: Moments}
     spread: dict = field(default_factory=dict)  # attribute -> Moments over all rows, unweighted
     n_rows: int = 0
+
+    def check_columns(self, kinds: dict, where: str) -> None:
+        """Refuse an attribute without a single value (entirely null), as the tree's profiling pass
+        does: its numeric moments or category counts are then empty."""
+        for name, kind in kinds.items():
+            if not (self.categories.get(name) if kind == CATEGORICAL else name in self.spread):
+                raise DataError(f"column {name!r} of {where} is entirely null; drop it from the features")
 
     def merge(self, other: BayesCounts) -> BayesCounts:
         self.n_rows += other.n_rows
@@ -139,14 +147,33 @@ class BayesPass:
             shift = np.array([per_class[c].mean if c in per_class and per_class[c].w > 0 and not column.null_count
                               else np.nan for c in labels])
             W, mean, M2, spread = column_moments(x, codes, w, len(labels), shift, rows)
-            if not np.isfinite(spread).all():  # an infinite value: find it to name it
-                row = int(np.argmax(np.isinf(x)))
-                raise DataError(f"column {name!r} of {self.where} holds {x[row]} at row "
-                                f"{first_row + row}; infinite values are not allowed")
+            if not np.isfinite(spread).all():
+                W, mean, M2, spread = self._moments_of_huge(name, x, codes, w, len(labels), shift, rows, first_row)
             for k, c in enumerate(labels):
                 per_class.setdefault(c, Moments()).merge(float(W[k]), float(mean[k]), float(M2[k]))
             if spread[0] > 0:
                 state.spread.setdefault(name, Moments()).merge(*map(float, spread))
+
+    def _moments_of_huge(self, name, x, codes, w, k, shift, rows, first_row):
+        """:func:`column_moments` where the sums were not finite: an infinite value is refused (named);
+        finite values whose sums overflowed (1.8e308 + 1.8e308) are summed scaled by a power of two
+        (exact) and scaled back; a variance beyond float64 is refused, not taken for infinity."""
+        inf = np.isinf(x)
+        if inf.any():
+            row = int(np.argmax(inf))
+            raise DataError(f"column {name!r} of {self.where} holds {x[row]} at row "
+                            f"{first_row + row}; infinite values are not allowed")
+        big = float(np.nanmax(np.abs(x)))
+        e = int(np.frexp(big)[1])  # |x| * 2**-e < 1
+        W, mean, M2, spread = column_moments(np.ldexp(np.asarray(x, np.float64), -e), codes, w, k,
+                                             np.ldexp(shift, -e), rows)
+        with np.errstate(over="ignore"):
+            mean, M2 = np.ldexp(mean, e), np.ldexp(M2, 2 * e)
+            spread = np.array([spread[0], np.ldexp(spread[1], e), np.ldexp(spread[2], 2 * e)])
+        if not (np.isfinite(M2).all() and np.isfinite(spread).all()):
+            raise DataError(f"column {name!r} of {self.where} holds values as large as {big:g}, whose variance "
+                            f"exceeds the largest float64; scale the column down (divide it by 1e100, say)")
+        return W, mean, M2, spread
 
     def merge(self, a: BayesCounts, b: BayesCounts) -> BayesCounts:
         return a.merge(b)
@@ -500,6 +527,9 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
         counts = data.source.run_pass(task, columns, self.batch_size)
         if counts.n_rows == 0:
             raise DataError(f"{data.source.description} has no rows")
+        check_classes(counts.class_weight, data.target, data.source.description)
+        counts.check_columns(kinds, data.source.description)
+        check_weight_total(sum(counts.class_weight.values()), data.weight, data.source.description)
         return counts
 
     # -- turning counts into the model -------------------------------------------------

@@ -76,8 +76,8 @@ def training_data(X, y, target, sample_weight, features) -> TrainingData:
     if target not in names:
         raise DataError(f"target column {target!r} not found in {source.description}; "
                         f"available columns: {', '.join(names)}")
-    if weight is not None and weight not in names:
-        raise DataError(f"weight column {weight!r} not found in {source.description}")
+    if weight is not None:
+        _check_weight_column(source, weight, target)
     if features is None:
         features = [c for c in names if c not in (target, weight)]
     else:
@@ -90,6 +90,19 @@ def training_data(X, y, target, sample_weight, features) -> TrainingData:
     if not features:
         raise DataError(f"{source.description} has no feature columns besides the target {target!r}")
     return TrainingData(source, target, features, weight, has_names)
+
+
+def _check_weight_column(source: Source, weight: str, target: str) -> None:
+    """A weight column exists, is not the target, and holds numbers (integers, floats, decimals)."""
+    shown = "sample_weight" if weight == WEIGHT_COLUMN else f"weight column {weight!r}"
+    if weight not in source.schema.names:
+        raise DataError(f"{shown} not found in {source.description}")
+    if weight == target:
+        raise DataError(f"the {shown} is the target column; weigh the rows by another column")
+    typ = source.schema.field(weight).type
+    value_type = typ.value_type if pa.types.is_dictionary(typ) else typ
+    if not (pa.types.is_integer(value_type) or pa.types.is_floating(value_type) or pa.types.is_decimal(value_type)):
+        raise DataError(f"the {shown} of {source.description} has type {typ}; weights must be numbers")
 
 
 def _y_name(y, X) -> str:

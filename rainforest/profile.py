@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 
 from .errors import DataError
 from .rowhash import row_hash
-from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, lower_bound,
-                     numeric_values, plain_numbers)
+from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
+                     check_weight_total, lower_bound, numeric_values, plain_numbers)
 
 @dataclass
 class ColumnProfile:
@@ -49,6 +49,7 @@ class Profile:
 
     n_rows: int = 0
     label_counts: dict = field(default_factory=dict)
+    weight_total: float | None = None  # the weight column's sum (None: not summed, e.g. pushed down)
     columns: dict = field(default_factory=dict)
     # the binning sample: its first ``n_sample`` rows (numeric columns, Fortran order) and their hashes;
     # the buffers are filled in place and pruned in place, so a pass allocates them a few times, not per batch
@@ -96,6 +97,7 @@ class ProfileTask:
             if bad.any():
                 raise DataError(f"the weight column {self.weight!r} of {self.where} has a bad value "
                                 f"{w[bad][0]!r} at row {first_row + int(np.argmax(bad))} (weights must be finite and >= 0)")
+            p.weight_total = (p.weight_total or 0.0) + float(w.sum())
         h = chosen = None
         if not self.exact:  # hash first: only rows that can enter the sample are copied
             h = row_hash(np.arange(first_row, first_row + n, dtype=np.uint64), self.seed)
@@ -190,6 +192,8 @@ class ProfileTask:
 
     def merge(self, a: Profile, b: Profile) -> Profile:
         a.n_rows += b.n_rows
+        if b.weight_total is not None:
+            a.weight_total = (a.weight_total or 0.0) + b.weight_total
         for v, c in b.label_counts.items():
             a.label_counts[v] = a.label_counts.get(v, 0) + c
         for name, cb in b.columns.items():
@@ -219,6 +223,9 @@ class ProfileTask:
             only = next(iter(p.label_counts), None)
             raise DataError(f"the target column {self.target!r} of {self.where} has a single class "
                             f"({only!r}); a classifier needs at least two")
+        check_classes(p.label_counts, self.target, self.where)
+        if p.weight_total is not None:
+            check_weight_total(p.weight_total, self.weight, self.where)
         self._prune(p)
         sample = p.held_sample()[np.argsort(p.sample_hash[:p.n_sample], kind="stable")]
         attributes = []

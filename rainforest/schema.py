@@ -24,31 +24,41 @@ CATEGORICAL = 1
 
 
 def arrow_kind(name: str, typ: pa.DataType, where: str) -> int:
-    """The default kind of an Arrow type, or a DataError naming the column."""
-    if pa.types.is_dictionary(typ):
-        typ = typ.value_type
-    if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ) \
-            or pa.types.is_temporal(typ):
+    """The default kind of an Arrow type, or a DataError naming the column and its type.
+
+    Numeric: integers, floats (half to double), decimals of any precision, dates, times,
+    timestamps of every unit and time zone, durations.  Categorical: strings (also large and
+    view strings) and booleans.  Dictionaries take their values' kind.  Anything else (binary,
+    intervals, lists, structs, maps, null) is refused.
+    """
+    value_type = typ.value_type if pa.types.is_dictionary(typ) else typ
+    if pa.types.is_integer(value_type) or pa.types.is_floating(value_type) or pa.types.is_decimal(value_type) \
+            or (pa.types.is_temporal(value_type) and not pa.types.is_interval(value_type)):
         return NUMERIC
-    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_boolean(typ) \
-            or getattr(pa.types, "is_string_view", lambda t: False)(typ):
+    if pa.types.is_string(value_type) or pa.types.is_large_string(value_type) or pa.types.is_boolean(value_type) \
+            or getattr(pa.types, "is_string_view", lambda t: False)(value_type):
         return CATEGORICAL
     raise DataError(f"column {name!r} of {where} has type {typ}, which cannot be split on; "
                     f"drop it or cast it to a number or a string")
 
 
 def numeric_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """float64 values of a numeric (or temporal) column, NaN for nulls."""
+    """float64 values of a numeric (or temporal) column, NaN for nulls.
+
+    A temporal value is its integer count of the type's unit since the epoch (or midnight): a
+    timestamp[ns] of today is about 1.7e18, beyond float64's exact integers, so its float64 is
+    the nearest double (order kept; instants a few hundred ns apart may share one)."""
     typ = arr.type
     if pa.types.is_dictionary(typ):
         arr = arr.cast(typ.value_type) if isinstance(arr, pa.ChunkedArray) else arr.dictionary_decode()
         typ = arr.type
     if pa.types.is_temporal(typ):
-        arr = pc.cast(arr, pa.int64()) if not pa.types.is_date32(typ) else pc.cast(arr, pa.int32())
-    if pa.types.is_floating(typ) and typ != pa.float64():
-        arr = pc.cast(arr, pa.float64())
-    elif not pa.types.is_floating(typ):
-        arr = pc.cast(arr, pa.float64())
+        narrow = pa.types.is_date32(typ) or pa.types.is_time32(typ)
+        arr = pc.cast(arr, pa.int32() if narrow else pa.int64())
+        typ = arr.type
+    if typ != pa.float64():
+        # unsafe: the nearest double of a large integer or decimal, not an error (rounding only)
+        arr = pc.cast(arr, pa.float64(), safe=False)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     return arr.to_numpy(zero_copy_only=False)
@@ -134,6 +144,30 @@ class Attribute:
         return idx.fill_null(len(self.categories)).to_numpy(zero_copy_only=False)
 
 
+#: a floating-point target with more distinct values than this, not all whole numbers, is refused
+#: as a quantity to regress, not a class label (:func:`check_classes`)
+MAX_FLOAT_CLASSES = 32
+
+
+def check_classes(classes, target: str, where: str) -> None:
+    """Refuse a target that looks continuous: floating point, more than :data:`MAX_FLOAT_CLASSES`
+    distinct values, one of them not a whole number.  A user whose float column is a class label
+    says so by casting it to string or integer."""
+    floats = [v for v in classes if isinstance(v, (float, np.floating))]
+    if len(floats) > MAX_FLOAT_CLASSES and any(not float(v).is_integer() for v in floats):
+        raise DataError(f"the target column {target!r} of {where} holds {len(floats)} distinct floating-point "
+                        f"values, not all whole numbers: it looks like a quantity to predict by regression "
+                        f"(a DecisionTreeRegressor), not a class label; if it is a class label, cast the "
+                        f"column to string or integer")
+
+
+def check_weight_total(total: float, weight: str | None, where: str) -> None:
+    """Refuse weights that are all zero (every row would count as absent)."""
+    if weight is not None and not total > 0:
+        raise DataError(f"the weight column {weight!r} of {where} is zero on every row; "
+                        f"rows of weight 0 count as absent, so nothing is left to learn from")
+
+
 @dataclass
 class Label:
     """The target column and its classes (sorted; the class of code ``k`` is ``classes[k]``)."""
@@ -204,10 +238,17 @@ class Schema:
         out = np.empty((n, len(self.attributes)), dtype=np.float64, order="F")  # kernels walk columns
         for j, a in enumerate(self.attributes):
             col = batch.column(a.name)
-            if a.kind == CATEGORICAL:
-                out[:, j] = a.category_codes(col)
-            else:
-                out[:, j] = plain_numbers(col)
+            kind = arrow_kind(a.name, col.type, "the data")
+            try:
+                if a.kind == CATEGORICAL:
+                    out[:, j] = a.category_codes(col)
+                elif kind == NUMERIC:
+                    out[:, j] = plain_numbers(col)
+                else:
+                    raise TypeError
+            except (TypeError, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                raise DataError(f"column {a.name!r} has type {col.type}, but the model takes it as "
+                                f"{'categorical' if a.kind == CATEGORICAL else 'numeric'}") from None
         return out
 
 

@@ -77,20 +77,17 @@ class ParquetSource(Source):
         self.files = _expand(self.path)
         base = os.fspath(self.path) if isinstance(self.path, (str, os.PathLike)) and os.path.isdir(
             os.fspath(self.path)) else None
+        file_schema = unified_schema(self.files, [_read_schema(f) for f in self.files])
+        if self.partitioning == "hive":
+            _check_partition_keys(self.files, base, file_schema)
         try:
+            # the partition keys' types as pyarrow infers them, then every file read in the unified schema
+            found = ds.dataset(self.files, format="parquet", partitioning=self.partitioning, partition_base_dir=base)
+            keys = [f for f in found.schema if f.name not in file_schema.names]
             self._dataset = ds.dataset(self.files, format="parquet", partitioning=self.partitioning,
-                                       partition_base_dir=base)
-        except (pa.ArrowInvalid, OSError) as exc:
-            bad = self._find_unreadable()
-            raise SourceError(f"cannot read Parquet file {bad or self.files[0]!r}: {_first_line(exc)}") from None
-
-    def _find_unreadable(self) -> str | None:
-        for f in self.files:
-            try:
-                pq.read_metadata(f)
-            except Exception:
-                return f
-        return None
+                                       partition_base_dir=base, schema=pa.schema(list(file_schema) + keys))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
+            raise SourceError(f"cannot read Parquet data {self.description}: {_first_line(exc)}") from None
 
     @property
     def schema(self) -> pa.Schema:
@@ -151,6 +148,91 @@ class ParquetSource(Source):
             reader.close()
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
             raise SourceError(f"cannot read Parquet file {fragment.path!r}: {_first_line(exc)}") from None
+
+
+def _read_schema(path: str) -> pa.Schema:
+    try:
+        return pq.read_schema(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise SourceError(f"cannot read Parquet file {path!r}: {_first_line(exc)}") from None
+
+
+def unified_schema(files: Sequence[str], schemas: Sequence[pa.Schema]) -> pa.Schema:
+    """One schema for all files: a column's type is the one every file's type widens to without loss
+    (:func:`common_type`), the same whatever the file order; a SourceError naming the column and two
+    files of different types where there is none.  Columns in order of first appearance."""
+    seen: dict[str, list] = {}
+    for path, schema in zip(files, schemas):
+        for f in schema:
+            seen.setdefault(f.name, []).append((f.type, path))
+    fields = []
+    for name, typed in seen.items():
+        typ = common_type({t for t, _ in typed})
+        if typ is None:
+            (a, file_a), (b, file_b) = typed[0], next(tp for tp in typed if tp[0] != typed[0][0])
+            raise SourceError(f"column {name!r} has type {a} in Parquet file {file_a!r} but {b} in {file_b!r}; "
+                              f"types may differ across files only where one widens to the other without loss "
+                              f"(int32 to int64, float32 to float64); cast the column in one of the files")
+        fields.append(pa.field(name, typ))
+    return pa.schema(fields)
+
+
+def common_type(types: set) -> pa.DataType | None:
+    """The type that every type in ``types`` converts to without loss, or None: integers to a wider
+    integer, integers of up to 16 (32) bits and floats to float32 (float64), string to large_string,
+    decimals to the decimal holding both their integer digits and their scale, timestamps of one
+    zone to the finest unit, a dictionary to its values' type; a null-typed column takes any type."""
+    types = {t for t in types if not pa.types.is_null(t)}
+    if len(types) <= 1:
+        return next(iter(types), pa.null())
+    types = {t.value_type if pa.types.is_dictionary(t) else t for t in types}
+    if len(types) == 1:
+        return types.pop()
+    if all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in types):
+        return pa.large_string()
+    if all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in types):
+        return _common_number(types)
+    if all(pa.types.is_decimal(t) for t in types):
+        scale = max(t.scale for t in types)
+        precision = max(t.precision - t.scale for t in types) + scale
+        return pa.decimal128(precision, scale) if precision <= 38 else (
+            pa.decimal256(precision, scale) if precision <= 76 else None)
+    if all(pa.types.is_timestamp(t) for t in types) and len({t.tz for t in types}) == 1:
+        unit = max((t.unit for t in types), key=["s", "ms", "us", "ns"].index)
+        return pa.timestamp(unit, next(iter(types)).tz)
+    return None
+
+
+def _common_number(types: set) -> pa.DataType | None:
+    signed = [t.bit_width for t in types if pa.types.is_signed_integer(t)]
+    unsigned = [t.bit_width for t in types if pa.types.is_unsigned_integer(t)]
+    floats = [t.bit_width for t in types if pa.types.is_floating(t)]
+    # the bits an integer type needs to hold every integer type here (an unsigned one in a signed
+    # type needs twice its width)
+    int_bits = max(signed + [2 * b for b in unsigned]) if signed else max(unsigned, default=0)
+    if not floats:
+        if int_bits > 64:
+            return None
+        return pa.int64() if signed and int_bits == 64 else {
+            8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[max(int_bits, 8)] if signed else {
+            8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}[int_bits]
+    raw = max(signed + unsigned, default=0)  # a float's mantissa must hold every integer
+    needed = max(floats + ([32] if 0 < raw <= 16 else [64] if 16 < raw <= 32 else []))
+    if raw > 32:
+        return None
+    return {16: pa.float16(), 32: pa.float32(), 64: pa.float64()}[needed]
+
+
+def _check_partition_keys(files: Sequence[str], base: str | None, file_schema: pa.Schema) -> None:
+    """A hive folder key (``name=value``) may not share its name with a column of the files."""
+    for path in files:
+        folders = os.path.dirname(os.path.relpath(path, base) if base else path)
+        for part in folders.split(os.sep):
+            key = part.split("=", 1)[0] if "=" in part else None
+            if key is not None and key in file_schema.names:
+                raise SourceError(f"the folder key {part!r} of {path!r} names the column {key!r}, which the "
+                                  f"Parquet files hold too; rename the folder or the column, or read the files "
+                                  f"with partitioning=None")
 
 
 #: the room a batch row is budgeted per value by its caller (``estimators._batch_size``: the

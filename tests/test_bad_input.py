@@ -169,3 +169,84 @@ def test_load_rejects_what_is_not_a_model(tmp_path):
         load(tmp_path / "y.json")
     with pytest.raises(FileNotFoundError, match="z.json"):
         load(tmp_path / "z.json")
+
+
+# -- weights and the target (issue: hostile inputs, items 6 and 8) -----------------------------
+def _weighted(tmp_path, w):
+    t = _good()
+    pq.write_table(t.append_column("w", w), tmp_path / "d.parquet")
+    return str(tmp_path / "d.parquet")
+
+
+def _train_cli(tmp_path, *args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "rainforest", "train", *args, "--model", str(tmp_path / "m.json")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+
+
+@pytest.mark.parametrize("learner", ["tree", "bayes"])
+def test_weight_column_of_strings_is_refused_by_the_cli(tmp_path, learner):
+    path = _weighted(tmp_path, pa.array([str(i) for i in range(200)]))
+    r = _train_cli(tmp_path, path, "--target", "y", "--weight", "w", "--learner", learner)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("rainforest: error:") and r.stderr.count("\n") == 1, r.stderr
+    assert "'w'" in r.stderr and "string" in r.stderr
+    assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("learner", ["tree", "bayes"])
+def test_weight_column_that_is_the_target_is_refused_by_the_cli(tmp_path, learner):
+    path = _weighted(tmp_path, pa.array(np.ones(200)))
+    r = _train_cli(tmp_path, path, "--target", "y", "--weight", "y", "--learner", learner)
+    assert r.returncode == 2 and r.stderr.startswith("rainforest: error:"), r.stderr
+    assert "'y'" in r.stderr and "target" in r.stderr
+
+
+@pytest.mark.parametrize("learner", [DecisionTreeClassifier, "bayes"])
+def test_all_zero_weights_are_refused(tmp_path, learner):
+    from rainforest import NaiveBayesClassifier
+    learner = NaiveBayesClassifier if learner == "bayes" else learner
+    path = _weighted(tmp_path, pa.array(np.zeros(200)))
+    with pytest.raises(DataError, match="'w'.*zero on every row"):
+        learner().fit(path, target="y", sample_weight="w")
+    with pytest.raises(DataError, match="zero on every row"):
+        learner().fit(_good().drop(["y"]), _good().column("y").to_numpy(), sample_weight=np.zeros(200))
+
+
+def test_boolean_or_temporal_weights_are_refused(tmp_path):
+    for w in (pa.array([True] * 200), pa.array(np.arange(200), pa.timestamp("s"))):
+        with pytest.raises(DataError, match="'w'.*weights must be numbers"):
+            DecisionTreeClassifier().fit(_weighted(tmp_path, w), target="y", sample_weight="w")
+
+
+@pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf])
+def test_negative_or_non_finite_sample_weights_are_refused(bad):
+    from rainforest import NaiveBayesClassifier
+    w = np.ones(200)
+    w[5] = bad
+    for learner in (DecisionTreeClassifier, NaiveBayesClassifier):
+        with pytest.raises(DataError, match="weight"):
+            learner().fit(_good().drop(["y"]), _good().column("y").to_numpy(), sample_weight=w)
+
+
+def test_continuous_float_target_points_to_regression(tmp_path):
+    from rainforest import NaiveBayesClassifier
+    t = _good(1000)
+    y = np.round(t.column("x").to_numpy() * 1000) / 7  # about 1000 distinct non-integral floats
+    pq.write_table(t.set_column(2, "y", pa.array(y)), tmp_path / "d.parquet")
+    for learner in (DecisionTreeClassifier, NaiveBayesClassifier):
+        with pytest.raises(DataError, match="'y'.*regression.*cast the column to string or integer"):
+            learner().fit(str(tmp_path / "d.parquet"), target="y")
+    r = _train_cli(tmp_path, tmp_path / "d.parquet", "--target", "y")
+    assert r.returncode == 2 and r.stderr.startswith("rainforest: error:") and "regression" in r.stderr
+    # said to be a class label (cast to string): trained
+    DecisionTreeClassifier(max_depth=2).fit(t.drop(["y"]), y.astype(str))
+
+
+def test_few_float_classes_and_whole_float_classes_are_labels():
+    t = _good(400)
+    x = t.column("x").to_numpy()
+    DecisionTreeClassifier(max_depth=2).fit(t.drop(["y"]), np.where(x > 0, 1.5, -0.5))
+    whole = np.floor(x * 20)  # many distinct values, all whole numbers: classes, as integers would be
+    DecisionTreeClassifier(max_depth=2).fit(t.drop(["y"]), whole)
