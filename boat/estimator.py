@@ -14,10 +14,10 @@ import pyarrow as pa
 from rainforest.base import Classifier
 from rainforest.budget import parse_bytes
 from rainforest.errors import DataError, NotFittedError
-from rainforest.estimators import TREE_CONSTRAINTS, DecisionTreeClassifier
+from rainforest.constraints import BOAT_PARAMS
+from rainforest.estimators import DecisionTreeClassifier
 from rainforest.grow import GrowParams
 from rainforest.inputs import to_source
-from rainforest.params import Integer, NoneValue
 from rainforest.profile import ProfileTask
 from rainforest.schema import CATEGORICAL, Attribute, Schema
 from rainforest.threads import numba_threads
@@ -120,15 +120,7 @@ class BoatClassifier(Classifier):
         self.verbose = verbose
 
     # -- parameters ------------------------------------------------------------------------
-    _parameter_constraints = {
-        **{k: TREE_CONSTRAINTS[k] for k in ("criterion", "max_depth", "min_samples_split", "min_samples_leaf",
-                                            "categorical_features", "memory_budget", "spill_dir", "batch_size",
-                                            "n_jobs", "random_state", "verbose")},
-        "sample_size": Integer(10),
-        "n_bootstrap": Integer(1),
-        "n_buckets": Integer(8),
-        "max_family_rows": (NoneValue(), Integer(0)),
-    }
+    _parameter_constraints = BOAT_PARAMS
     _fitted_attribute = "tree_"
 
     def _tree_params(self) -> dict:

@@ -25,7 +25,7 @@ from .errors import DataError
 from .base import Classifier
 from .inputs import feature_tables
 from .model_file import params_from_json, plain, register_reader, write_model
-from .params import Columns, Integer, NJobs, Options, Real
+from .constraints import NAIVE_BAYES_PARAMS
 from .profile import ProfileTask
 from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, numeric_values, plain_numbers
 
@@ -445,15 +445,7 @@ class NaiveBayesClassifier(Classifier):
         self.batch_size = batch_size
         self.n_jobs = n_jobs
 
-    _parameter_constraints = {
-        "alpha": Real(0.0),
-        "numeric": Options(("gaussian", "binned")),
-        "var_smoothing": Real(0.0),
-        "max_bins": Integer(2, 1 << 20),
-        "categorical_features": Columns(),
-        "batch_size": Integer(1),
-        "n_jobs": NJobs(),
-    }
+    _parameter_constraints = NAIVE_BAYES_PARAMS
     _fitted_attribute = "classes_"
 
     def fit(self, X, y=None, *, target=None, sample_weight=None, features=None):

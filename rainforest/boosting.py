@@ -33,7 +33,7 @@ from .estimators import DecisionTreeClassifier
 from .grow import grow_tree
 from .inputs import feature_tables
 from .model_file import jsonable_params, params_from_json, plain, register_reader, write_model
-from .params import Anything, Integer, NoneValue, Real
+from .constraints import ADABOOST_PARAMS
 from .schema import Label, numeric_values
 from .tree import Tree
 from .tree_setup import batch_size_for, grow_params, profile_pass
@@ -192,11 +192,7 @@ class AdaBoostClassifier(Classifier):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
 
-    _parameter_constraints = {
-        "estimator": (NoneValue(), Anything()),  # its kind and its own parameters are checked in fit
-        "n_estimators": Integer(1),
-        "learning_rate": Real(0.0, closed=False),
-    }
+    _parameter_constraints = ADABOOST_PARAMS
     _fitted_attribute = "estimators_"
 
     def _base(self):

@@ -8,14 +8,12 @@ from rainforest.storage import SqlSource
 from .avc import avc_group, root_avc
 from .base import Classifier
 from .budget import parse_bytes
-from .criteria import CRITERIA
 from .dask_predict import lazy_on_dask
 from .errors import DataError
 from .grow import grow_tree
 from .inputs import attribute_kinds, feature_tables, training_data
+from .constraints import TREE_PARAMS
 from .model_file import json_number, load, params_from_json, register_reader, write_model
-from .params import (ByteSize, ClassWeights, Columns, Fraction, Integer, NJobs, NoneValue, Options, Path, Real,
-                     Boolean)
 from .profile import ProfileTask
 from .pruning import (cost_complexity_path, cost_complexity_prune, pessimistic_prune, reduced_error_prune,
                       validation_counts, validation_errors)
@@ -23,32 +21,7 @@ from .threads import numba_threads
 from .tree import Tree
 from .tree_setup import batch_size_for, class_weights, grow_params, profile_pass
 
-__all__ = ["DecisionTreeClassifier", "root_avc_group", "load", "ALGORITHMS", "TREE_CONSTRAINTS"]
-
-ALGORITHMS = ("hybrid", "write", "vertical", "read")
-
-#: the parameters a tree learner shares with the decision tree (the forest and BOAT take theirs from here)
-TREE_CONSTRAINTS = {
-    "criterion": Options(tuple(CRITERIA)),
-    "categorical_split": Options(("binary", "multiway")),
-    "max_bins": (NoneValue(), Integer(2, 1 << 20)),
-    "max_depth": (NoneValue(), Integer(1)),
-    "min_samples_split": (Integer(2), Fraction()),
-    "min_samples_leaf": (Integer(1), Fraction()),
-    "min_weight_fraction_leaf": Real(0.0, 0.5),
-    "min_impurity_decrease": Real(0.0),
-    "class_weight": (NoneValue(), ClassWeights()),
-    "ccp_alpha": Real(0.0),
-    "categorical_features": Columns(),
-    "memory_budget": ByteSize(),
-    "algorithm": Options(ALGORITHMS),
-    "spill_dir": (NoneValue(), Path()),
-    "batch_size": (NoneValue(), Integer(1)),
-    "sample_size": Integer(1000),
-    "n_jobs": NJobs(),
-    "random_state": (NoneValue(), Integer(0)),
-    "verbose": (Integer(0), Boolean()),
-}
+__all__ = ["DecisionTreeClassifier", "root_avc_group", "load"]
 
 
 @lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
@@ -184,7 +157,7 @@ class DecisionTreeClassifier(Classifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    _parameter_constraints = TREE_CONSTRAINTS
+    _parameter_constraints = TREE_PARAMS  # declared in rainforest/constraints.py
     _fitted_attribute = "tree_"
 
     # -- fitting -------------------------------------------------------------

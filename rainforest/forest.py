@@ -49,12 +49,12 @@ from .dask_predict import lazy_on_dask
 from .errors import BudgetError, DataError
 from .base import Classifier
 from .budget import parse_bytes
-from .estimators import TREE_CONSTRAINTS
+from .constraints import FOREST_PARAMS
 from .grow import EPSILON, GrowParams, PassMeter, _Nodes, _pre_leaf, _split, branch_totals
 from .in_bag import InBagCopies, count_spans, gather_in_bag, in_bag_fraction, partition_spans
 from .inputs import feature_tables
 from .model_file import params_from_json, register_reader, write_model
-from .params import Boolean, Fraction, Integer, NoneValue, Options, is_int
+from .params import is_int
 from .profile import quantile_edges
 from .pruning import cost_complexity_prune
 from .rowhash import M32, hash_row, row_hash
@@ -975,19 +975,7 @@ class RandomForestClassifier(Classifier):
         self.verbose = verbose
 
     # -- parameters ----------------------------------------------------------------------------
-    _parameter_constraints = {
-        **{k: v for k, v in TREE_CONSTRAINTS.items() if k != "spill_dir"},
-        "n_estimators": Integer(1),
-        "max_features": (NoneValue(), Options(("sqrt", "log2")), Integer(1), Fraction()),
-        "bootstrap": Boolean(),
-        "oob_score": Boolean(),
-        "max_samples": (NoneValue(), Integer(1), Fraction()),
-        "combination": (NoneValue(), Options(("linear",))),
-        "n_combined": Integer(1),
-        "n_combinations": (NoneValue(), Integer(1)),
-        "warm_start": Boolean(),
-        "algorithm": Options(ALGORITHMS),
-    }
+    _parameter_constraints = FOREST_PARAMS
     _fitted_attribute = "estimators_"
 
     def _check_combined_params(self) -> None:

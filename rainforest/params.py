@@ -97,6 +97,10 @@ class Options:
 
 @dataclass(frozen=True)
 class NoneValue:
+    """None; on the command line, the word ``cli_word`` when one is given (e.g. ``"all"``)."""
+
+    cli_word: str | None = None
+
     def accepts(self, v) -> bool:
         return v is None
 
@@ -104,6 +108,8 @@ class NoneValue:
         return "None"
 
     def parse(self, text: str):
+        if self.cli_word is not None and text == self.cli_word:
+            return None
         raise ValueError(text)
 
 
@@ -230,8 +236,9 @@ def parse_option(rule, text: str):
             continue
         if r.accepts(value):
             return value
-    raise ValueError(f"expected {' or '.join(r.describe() for r in as_tuple(rule) if not isinstance(r, NoneValue))}"
-                     f", got {text!r}")
+    words = [repr(r.cli_word) if isinstance(r, NoneValue) else r.describe() for r in as_tuple(rule)
+             if not (isinstance(r, NoneValue) and r.cli_word is None)]
+    raise ValueError(f"expected {' or '.join(words)}, got {text!r}")
 
 
 # -- parameters as scikit-learn has them ------------------------------------------------------
