@@ -39,6 +39,20 @@ class FitRun:
         return self.data.source
 
 
+def check_in_memory_input(X, y) -> None:
+    """Refuse, in scikit-learn's words, in-memory input no classifier can take: a sparse matrix, and
+    continuous labels (floats that are not whole numbers)."""
+    if hasattr(X, "tocsr") or hasattr(X, "sparse") and hasattr(getattr(X, "sparse", None), "to_dense"):
+        raise TypeError("sparse input is not supported: pass a dense array, a DataFrame or a path")
+    if y is None or isinstance(y, str):
+        return
+    labels = np.asarray(y)
+    if labels.dtype.kind == "f" and labels.size:
+        finite = labels[np.isfinite(labels)]
+        if not np.array_equal(finite, np.round(finite)):
+            raise ValueError("Unknown label type: continuous (a classifier needs class labels, not real values)")
+
+
 class Classifier(ClassifierTags, ParamsMixin):
     """Base of every rainforest classifier (see the module docstring)."""
 
@@ -57,6 +71,7 @@ class Classifier(ClassifierTags, ParamsMixin):
         attributes and ``n_passes_``.
         """
         self.validate_params()
+        check_in_memory_input(X, y)
         data = training_data(X, y, target, sample_weight, features)
         cat = self.categorical_features if categorical_features is None else categorical_features
         run = FitRun(data, attribute_kinds(data.source, data.features, cat), data.source.n_passes)

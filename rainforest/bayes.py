@@ -730,7 +730,9 @@ class NaiveBayesClassifier(Classifier):
         return np.exp(self.predict_log_proba(X))
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+        """The most probable class of each row."""
+        jll = self.predict_joint_log_proba(X)  # checks that the model is fitted before classes_ is read
+        return self.classes_[np.argmax(jll, axis=1)]
 
 
 # -- model files ------------------------------------------------------------------------------
