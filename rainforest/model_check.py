@@ -19,6 +19,7 @@ import inspect
 import numpy as np
 
 from .errors import ModelError
+from .model_file import RENAMED_PARAMS
 from .model_fields import (At, check_int, check_labels, check_list, check_number, check_str,
                            check_version, float_array, int_array, is_int, is_label, kind_of, matrix)
 
@@ -167,6 +168,7 @@ def check_params(at: At, params, cls) -> dict:
         at.fail(f"expected an object, got {kind_of(params)}")
     known = inspect.signature(cls).parameters
     for key, v in params.items():
+        key = RENAMED_PARAMS.get(key, key)  # files written before a parameter was renamed
         if key not in known:
             (at / key).fail(f"{cls.__name__} has no parameter {key!r}")
         if key == "n_jobs" and v is not None:

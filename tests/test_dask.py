@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from dask_cluster import ClusterError, LoopbackCluster  # noqa: E402
 
 N_FILES = 6
-PARAMS = dict(max_depth=6, max_bins=64, binning_sample=5000)
+PARAMS = dict(max_depth=6, max_bins=64, sample_size=5000)
 # The workers unpickle tasks defined in this folder (dask_faults); rainforest itself comes from the
 # install, with no PYTHONPATH (rainforest.storage cannot be shadowed by a worker's spill folder).
 WORKER_ENV = {"PYTHONPATH": os.pathsep.join(p for p in [str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")] if p),

@@ -27,7 +27,8 @@ LAYER_NAMES = {STORAGE: "storage", ENGINE: "engine", LEARNERS: "learners", CLI: 
 ENGINE_MODULES = ["atomic", "avc", "bootstrap", "budget", "compact", "criteria", "dask_predict", "datasets",
                   "errors", "grow", "in_bag", "inputs", "params", "profile", "pruning", "pushdown", "rowhash", "rows",
                   "schema", "spill", "sql", "tree"]
-LEARNER_MODULES = ["estimators", "forest", "bayes", "boosting", "evaluation", "metrics", "onnx", "dot"]
+LEARNER_MODULES = ["estimators", "forest", "bayes", "boosting", "evaluation", "metrics", "onnx", "dot", "model_check",
+                   "model_fields", "model_file"]
 CLI_MODULES = ["cli", "__main__"]
 LAYER_OF = {"rainforest": CLI,
             **{f"rainforest.{m}": ENGINE for m in ENGINE_MODULES},
