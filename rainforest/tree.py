@@ -35,7 +35,7 @@ NODE_ARRAYS = {"feature": np.int32, "threshold": np.float64, "first_child": np.i
 def route_rows(X, feature, threshold, first_child, missing_branch, cat_offset, cat_branch, n_categories, max_depth):
     """Index of the leaf (or frontier node) that each row of ``X`` reaches.
 
-    A second guard behind the checks of loaded trees (:mod:`rainforest.model_check`): a row
+    A second guard behind the checks of loaded trees (:mod:`rainforest.tree_check`): a row
     that needs more than ``max_depth`` steps, or meets an index out of range, gets -1 (so a
     corrupt tree can neither loop for ever nor read out of bounds).
     """
@@ -385,7 +385,8 @@ class Tree:
         ModelError
             If anything in ``d`` is malformed (the message names ``path`` and the field).
         """
-        from .model_check import At, check_tree
+        from .model_fields import At
+        from .tree_check import check_tree
 
         arrays = check_tree(d, At(path, "tree"))
         nodes = {k: arrays[k].astype(t) for k, t in NODE_ARRAYS.items()}
