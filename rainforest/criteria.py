@@ -85,7 +85,9 @@ def two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, m
     return score_binary(L, R, wl, wr, wn, parent_imp, criterion)
 
 
-_two_way = two_way  # the name the categorical subset search below calls
+# the names the categorical subset search below calls
+_score_binary = score_binary
+_two_way = two_way
 
 
 @numba.njit(cache=True)
