@@ -17,8 +17,9 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from rainforest.criteria import CRITERIA, impurity
-from rainforest.grow import EPSILON, GrowParams, grow_tree, split_outcome
+from rainforest.criteria import CRITERIA
+from rainforest.grow import GrowParams, grow_tree
+from rainforest.rules import depth_limit, node_totals, pre_leaf, split_outcome
 from rainforest.schema import CATEGORICAL, Schema
 from rainforest.storage import ParquetSource, Source, TableSource
 
@@ -44,8 +45,9 @@ class FamilySource(Source):
         return self.name
 
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
-        for part in self.parts:
-            yield from part._batches(columns, batch_size)
+        for part in self.parts:  # uncounted here: the family's pass is counted once, by its own scan
+            for _, batch in part.scan(columns, batch_size, prefetch=False):
+                yield batch
 
 
 @dataclass
@@ -74,15 +76,17 @@ class Finisher:
         crit = CRITERIA[self.params.criterion]
         extras: dict[int, list] = {}
         report = FinishReport()
-        max_depth = np.inf if self.params.max_depth is None else self.params.max_depth
+        max_depth = depth_limit(self.params.max_depth)
+        min_weight_leaf = self.params.min_weight_fraction_leaf * n_total  # unit weights: the rows
         total = stats.total[0] if self.coarse.feature[0] >= 0 else None
         if total is None:  # the root is a frontier node: RainForest over everything
             return self._subtree(0, extras, n_total, report, failed=False), report
-        root = Node(total.copy(), int(total.sum()), float(impurity(total, total.sum(), crit)))
+        value, n, _, imp = node_totals(total[None, :], len(total), crit)
+        root = Node(value.copy(), n, float(imp))
         queue = [(0, root)]
         while queue:
             k, node = queue.pop(0)
-            if self._pre_leaf(node, int(self.coarse.depth[k]), max_depth):
+            if self._pre_leaf(node, int(self.coarse.depth[k]), max_depth, min_weight_leaf):
                 continue
             held = self._held(k, extras)
             f = int(self.coarse.feature[k])
@@ -119,7 +123,7 @@ class Finisher:
                 value = split.child_value[b]
                 child = Node(value.copy(), int(value.sum()), float(child_imp[b]))
                 node.children.append(child)
-                if self._pre_leaf(child, int(self.coarse.depth[c]), max_depth):
+                if self._pre_leaf(child, int(self.coarse.depth[c]), max_depth, min_weight_leaf):
                     continue
                 if self.coarse.feature[c] >= 0:
                     queue.append((c, child))
@@ -130,11 +134,10 @@ class Finisher:
                     child.cat_branch, child.children = sub.cat_branch, sub.children
         return root, report
 
-    def _pre_leaf(self, node: Node, depth: int, max_depth) -> bool:
-        """scikit-learn's conditions that make a node a leaf before its split is searched."""
-        p = self.params
-        return (depth >= max_depth or node.n < p.min_samples_split or node.n < 2 * p.min_samples_leaf
-                or node.impurity <= EPSILON)
+    def _pre_leaf(self, node: Node, depth: int, max_depth, min_weight_leaf: float) -> bool:
+        """:func:`rainforest.rules.pre_leaf` of a node of the tree being finished."""
+        return bool(pre_leaf(depth, node.n, float(node.value.sum()), node.impurity, self.params, max_depth,
+                             min_weight_leaf))
 
     def _held(self, k: int, extras: dict) -> pa.Table | None:
         parts = []

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from rainforest.criteria import _score_binary, _two_way, impurity, search_node
-from rainforest.grow import branch_totals
+from rainforest.criteria import impurity, score_binary, search_node, two_way
+from rainforest.rules import branch_totals
 from rainforest.schema import CATEGORICAL, NUMERIC, Attribute
 
 MAX_CORNER_CLASSES = 16  # a bucket mixing more classes than this is not bounded (the node fails)
@@ -67,7 +67,7 @@ def _box_bound(L, C, total, wn, parent_imp, criterion):
         for c in range(n_classes):
             R[c] = total[c] - Lc[c]
             wl += Lc[c]
-        score = _score_binary(Lc, R, wl, wn - wl, wn, parent_imp, criterion)
+        score = score_binary(Lc, R, wl, wn - wl, wn, parent_imp, criterion)
         if score > best:
             best = score
     return best
@@ -112,11 +112,11 @@ def numeric_threat(block, vmin, vmax, lo, m, n_classes, total, n_total, wn, pare
             n_present += ns
             if s < last and n_present != skip_n1 and n_present != skip_n2:
                 n_left = n_present + (n_miss if search == 1 else 0.0)
-                score = _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, 0.0)
+                score = two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, 0.0)
                 if score > target or (score == target and tie_fails):
                     return True
         if search == 0 and n_miss > 0 and last >= 0 and not skip_inf:
-            score = _two_way(L, R, total, n_present, n_total, wn, parent_imp, criterion, min_leaf, 0.0)
+            score = two_way(L, R, total, n_present, n_total, wn, parent_imp, criterion, min_leaf, 0.0)
             if score > target or (score == target and tie_fails):
                 return True
     return False

@@ -3,7 +3,7 @@
 In exact mode a numeric attribute has one slot per distinct value of the whole data (a
 million or more), so a node's dense AVC-group costs as much to clear, fill and search as the
 root's, however few rows reach it. For nodes counted from rows in memory (kept by RF-Hybrid, or
-loaded from the spill folder for one chunk: :meth:`rainforest.grow._Supply.load`) this module
+loaded from the spill folder for one chunk: :meth:`rainforest.supply.RowSupply.load`) this module
 builds each node's AVC-group with a *wide* attribute reduced to the slots its own rows hold,
 in slot order, its missing slot last: the cost follows the node's rows, as scikit-learn's
 sorting does, not the data's distinct values.

@@ -53,7 +53,7 @@ def _rows(block, s, n_classes, has_count):
 
 
 @numba.njit(cache=True)
-def _score_binary(L, R, wl, wr, wn, parent_imp, criterion):
+def score_binary(L, R, wl, wr, wn, parent_imp, criterion):
     """Ranking score of a two-way split: scikit-learn's proxy, or the gain ratio."""
     crit = ENTROPY if criterion == GAIN_RATIO else criterion
     il = impurity(L, wl, crit)
@@ -70,7 +70,7 @@ def _score_binary(L, R, wl, wr, wn, parent_imp, criterion):
 
 
 @numba.njit(cache=True)
-def _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight):
+def two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight):
     """Score of the split with class counts ``L`` on the left (``R`` receives the right's),
     or -inf where ``min_samples_leaf`` / ``min_weight_leaf`` forbid it."""
     if n_left < min_leaf or n_total - n_left < min_leaf:
@@ -82,7 +82,12 @@ def _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, 
     wr = wn - wl
     if wl < min_weight or wr < min_weight:
         return -np.inf
-    return _score_binary(L, R, wl, wr, wn, parent_imp, criterion)
+    return score_binary(L, R, wl, wr, wn, parent_imp, criterion)
+
+
+# the names the categorical subset search below calls
+_score_binary = score_binary
+_two_way = two_way
 
 
 @numba.njit(cache=True)
@@ -111,7 +116,7 @@ def _numeric(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
             if ns <= 0:
                 continue
             if prev >= 0:
-                score = _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
+                score = two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
                 if score > best_score:
                     best_score = score
                     result[0] = score
@@ -126,7 +131,7 @@ def _numeric(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
             prev = s
         if not missing_left and n_miss > 0 and prev >= 0:
             # every present value left, the missing values right (threshold +inf)
-            score = _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
+            score = two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
             if score > best_score:
                 best_score = score
                 result[0] = score

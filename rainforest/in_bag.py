@@ -1,6 +1,6 @@
 """Each tree's in-bag rows, grouped by node: the forest's RF-Hybrid finish in memory.
 
-Once a forest keeps every encoded row (:class:`rainforest.forest.KeptRows`), routing every row
+Once a forest keeps every encoded row (:func:`rainforest.forest_rows.data_rows`), routing every row
 of every tree from its root at each level (what a pass over the data must do) is most of the
 work.  Here a chunk of trees is grown to the end instead.  Each tree gets its own copy of its
 in-bag rows, grouped by node, each group in row order (like scikit-learn's sample index): a
@@ -144,7 +144,7 @@ def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, n_in_bag, b
 @numba.njit(cache=True, parallel=True, nogil=True)
 def count_spans(items, weights, width, unit, job_tree, starts, ends, job_of_attr, attrs, slot_off, job_base,
                 n_channels, counts):
-    """Count every job's rows into its AVC-group (the layout of :func:`rainforest.forest.count_forest`).
+    """Count every job's rows into its AVC-group (the layout of :func:`rainforest.forest_kernels.count_forest`).
 
     Job ``j``'s rows are records ``starts[j]:ends[j]`` of tree ``job_tree[j]``'s copies: the
     multiplicity (times the weight unless ``unit``) goes to the row's class and one to the row-count

@@ -12,7 +12,7 @@ level routes and counts them without decoding or searching cuts again.
 spill partition are moved to the frontier by :func:`descend` and grouped by node through an
 index; rows kept in memory (:class:`KeptRows`) stay grouped by node and move down a level at a
 time (:meth:`KeptRows.regroup`), so they are counted in sequence.  :func:`step` is the routing
-step itself, which the random forest's kernels (:mod:`rainforest.forest`,
+step itself, which the random forest's kernels (:mod:`rainforest.forest_kernels`,
 :mod:`rainforest.in_bag`) share.
 """
 from __future__ import annotations

@@ -153,15 +153,15 @@ def test_spilled_nodes_that_fit_are_loaded_and_counted_in_memory(monkeypatch, cl
     read = DecisionTreeClassifier(algorithm="read", memory_budget="64MB", **params).fit(table, target="class")
     write = DecisionTreeClassifier(algorithm="write", memory_budget=budget, **params).fit(table, target="class")
     loads = []
-    real_load = grow_module._Supply.load
-    monkeypatch.setattr(grow_module._Supply, "load", lambda self, nodes, *a: loads.append(len(nodes))
+    real_load = grow_module.RowSupply.load
+    monkeypatch.setattr(grow_module.RowSupply, "load", lambda self, nodes, *a: loads.append(len(nodes))
                         or real_load(self, nodes, *a))
     hybrid = DecisionTreeClassifier(algorithm="hybrid", memory_budget=budget, **params).fit(table, target="class")
     assert hybrid.grow_stats_.attribute_groups > 1 and hybrid.grow_stats_.spill_bytes > 0 and max(loads) > 1
     assert hybrid.tree_.to_json() == read.tree_.to_json() == write.tree_.to_json()
     assert hybrid.grow_stats_.spill_reads * 10 < write.grow_stats_.spill_reads
-    real_loads = grow_module._spilled_loads
-    monkeypatch.setattr(grow_module, "_spilled_loads", lambda *a: (lambda rest, packs: (rest, packs[::-1]))(
+    real_loads = grow_module.spilled_loads
+    monkeypatch.setattr(grow_module, "spilled_loads", lambda *a: (lambda rest, packs: (rest, packs[::-1]))(
         *real_loads(*a)))
     loads.clear()
     reverse = DecisionTreeClassifier(algorithm="hybrid", memory_budget=budget, **params).fit(table, target="class")

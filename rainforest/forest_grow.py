@@ -1,0 +1,437 @@
+"""Growing a forest's trees together, level by level: a level's jobs (tree, node) planned into
+passes that fit half the budget, counted (over the data, or over rows kept in memory, or from
+the per-tree copies of in-bag rows of :mod:`rainforest.in_bag`), searched and split by the
+tree's rules (:mod:`rainforest.rules`)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+
+from .bootstrap import node_features, poisson_thresholds, seed_keys
+from .criteria import CRITERIA
+from .errors import BudgetError
+from .forest_kernels import search_jobs, split_children
+from .forest_passes import ForestPass, KeepPass
+from .forest_rows import Columns, data_rows
+from .grow import GrowParams
+from .in_bag import InBagCopies, count_spans, gather_in_bag, in_bag_fraction, partition_spans
+from .meter import PassMeter
+from .nodes import Nodes, joined_routing
+from .rows import KeptRows
+from .rules import depth_limit, keeps_split, node_criterion, node_totals, pre_leaf
+
+TREES_PER_THREAD = 2  # trees grown at once from copies of their in-bag rows, per Numba thread
+
+
+@dataclass
+class ForestStats:
+    passes_per_level: list = field(default_factory=list)  # passes over the data per level
+    jobs_per_level: list = field(default_factory=list)  # (tree, node) AVC-groups counted per level
+    kept_rows: int = 0  # rows kept in memory (RF-Hybrid), 0 if none
+    trees_grown_together: int = 0  # RF-Hybrid: trees grown at once from copies of their in-bag rows; 0: none
+    peak_avc_bytes: int = 0  # the largest AVC-groups of one pass
+
+    @property
+    def n_passes(self) -> int:
+        return sum(self.passes_per_level)
+
+
+@dataclass
+class ForestSpec:
+    """What makes the trees differ: their seeds, the bootstrap, the attributes each node draws."""
+
+    seeds: np.ndarray  # one 32-bit seed per tree
+    rate: float | None  # the Poisson rate of the bootstrap; None: no bootstrap
+    max_features: int  # attributes (candidates) each node searches
+    candidates: list  # per tree, the column indices its nodes draw from
+
+
+@dataclass
+class Jobs:
+    """The jobs (tree, node) of one pass and their AVC layout."""
+
+    tree: np.ndarray
+    node: np.ndarray
+    attr_start: np.ndarray
+    attrs: np.ndarray
+    slot_off: np.ndarray
+    offsets: np.ndarray  # per job: its attributes' slot offsets and its total (for search_jobs)
+    job_slots: np.ndarray
+    job_base: np.ndarray
+    branch_start: np.ndarray
+    size: int
+
+    @property
+    def job_of_attr(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.tree)), np.diff(self.attr_start))
+
+    @classmethod
+    def layout(cls, tree, node, cols: list, n_slots: np.ndarray, n_channels: int) -> "Jobs":
+        n_jobs = len(tree)
+        lens = np.array([len(c) for c in cols], np.int64)
+        attr_start = np.zeros(n_jobs + 1, np.int64)
+        attr_start[1:] = np.cumsum(lens)
+        attrs = np.concatenate(cols).astype(np.int64)
+        sizes = n_slots[attrs] + 1
+        job_of_attr = np.repeat(np.arange(n_jobs), lens)
+        excl = np.cumsum(sizes) - sizes
+        slot_off = excl - excl[attr_start[:-1]][job_of_attr]
+        job_slots = np.add.reduceat(sizes, attr_start[:-1])
+        offsets = np.empty(len(attrs) + n_jobs, np.int64)
+        offsets[np.arange(len(attrs)) + job_of_attr] = slot_off
+        offsets[attr_start[1:] + np.arange(n_jobs)] = job_slots
+        job_base = np.zeros(n_jobs, np.int64)
+        job_base[1:] = np.cumsum(job_slots * n_channels)[:-1]
+        widest = np.maximum.reduceat(sizes, attr_start[:-1])
+        branch_start = np.zeros(n_jobs + 1, np.int64)
+        branch_start[1:] = np.cumsum(widest)
+        return cls(np.asarray(tree, np.int64), np.asarray(node, np.int64), attr_start, attrs, slot_off, offsets,
+                   job_slots, job_base, branch_start, int((job_slots * n_channels).sum()))
+
+
+class ForestGrower:
+    """Grows the trees of a :class:`ForestSpec` together, level by level."""
+
+    def __init__(self, source, columns: Columns, spec: ForestSpec, params: GrowParams, budget: int, batch_size: int,
+                 verbose: int, n_rows: int, data_columns: list):
+        self.source, self.columns, self.spec, self.params = source, columns, spec, params
+        self.budget, self.batch_size, self.verbose, self.n_rows = budget, batch_size, verbose, n_rows
+        self.data_columns = data_columns
+        self.n_classes = len(columns.schema.label.classes)
+        self.n_channels = self.n_classes + 1  # the last channel counts in-bag rows
+        self.crit = CRITERIA[params.criterion]
+        self.node_crit = node_criterion(self.crit)
+        self.max_depth = depth_limit(params.max_depth)
+        n_trees = len(spec.seeds)
+        keys = [seed_keys(int(s)) for s in spec.seeds]
+        self.keys1 = np.array([k[0] for k in keys], np.int64)
+        self.keys2 = np.array([k[1] for k in keys], np.int64)
+        self.feature_seeds = [int(s) for s in spec.seeds]
+        self.thresholds = poisson_thresholds(spec.rate) if spec.rate is not None else np.empty(0, np.int64)
+        self.trees = [Nodes() for _ in range(n_trees)]
+        for nodes in self.trees:
+            nodes.add_leaf(np.zeros(self.n_classes), 0, 0.0, 0)
+        self.total_weight = np.zeros(n_trees)
+        self.min_weight_leaf = np.zeros(n_trees)
+        self.stats = ForestStats()
+        local = not getattr(source, "distributed", False)
+        room = budget // 4
+        self.keep = (params.hybrid and local and n_rows > 0 and n_rows * columns.row_bytes() <= room)
+        self.kept: KeptRows | None = None  # every row, one group (forest_rows.data_rows)
+
+    # -- the level loop ------------------------------------------------------------------
+    def grow(self) -> list[Nodes]:
+        frontier = np.zeros((len(self.trees), 2), np.int64)  # (tree, node) of every node to split
+        frontier[:, 0] = np.arange(len(self.trees))
+        if self.keep:
+            self._keep_rows()
+        together, scratch_rows = self._trees_in_memory() if self.kept is not None else (0, 0)
+        if together > 0:
+            self._finish_in_memory(frontier, together, scratch_rows)
+        else:
+            level = 0
+            while len(frontier):
+                frontier = self._level(frontier, level, PassCounter(self))
+                level += 1
+        if self.kept is not None:
+            self.stats.kept_rows = self.kept.size
+            self.kept = None
+        return self.trees
+
+    def _plan(self, frontier: np.ndarray) -> tuple[np.ndarray, list]:
+        """The frontier's attributes (one row per job) and its packs: consecutive jobs whose
+        AVC-groups fit half the budget together."""
+        avc_budget = self.budget // 2
+        cols = self._draw(frontier)
+        sizes = self.columns.n_slots[cols] + 1
+        job_bytes = sizes.sum(axis=1) * self.n_channels * 8 + sizes.max(axis=1) * 8  # + the search's scratch
+        if job_bytes.max() > avc_budget:
+            raise BudgetError(
+                f"memory budget too small: one node's AVC-group over {cols.shape[1]} attributes needs "
+                f"{int(job_bytes.max()):,} bytes and the AVC half of the budget is {avc_budget:,}; raise "
+                f"memory_budget or lower max_bins")
+        return cols, list(pack_jobs(job_bytes, avc_budget))
+
+    def _layout(self, frontier: np.ndarray, cols: np.ndarray) -> Jobs:
+        jobs = Jobs.layout(frontier[:, 0], frontier[:, 1], cols, self.columns.n_slots, self.n_channels)
+        self.stats.peak_avc_bytes = max(self.stats.peak_avc_bytes, jobs.size * 8)
+        return jobs
+
+    def _level(self, frontier: np.ndarray, level: int, counter) -> np.ndarray:
+        """Count, search and split the frontier's jobs, a pack at a time (``counter``: passes over the
+        data, or a chunk's groups of rows in memory); returns the next level's frontier (tree order,
+        then node order)."""
+        cols, packs = self._plan(frontier)
+        next_frontier: list = []
+        passes = 0
+        for lo, hi in packs:
+            jobs = self._layout(frontier[lo:hi], cols[lo:hi])
+            counts, from_data = counter.count(jobs, level)
+            passes += from_data
+            grown = self._split_jobs(jobs, counts, next_frontier)
+            del counts
+            counter.split(jobs, grown)
+        self._note(level, passes, len(frontier))
+        return np.array(next_frontier, np.int64).reshape(-1, 2)
+
+    def _note(self, level: int, passes: int, jobs: int) -> None:
+        while len(self.stats.passes_per_level) <= level:  # chunks of trees grown in memory share levels
+            self.stats.passes_per_level.append(0)
+            self.stats.jobs_per_level.append(0)
+        self.stats.passes_per_level[level] += passes
+        self.stats.jobs_per_level[level] += jobs
+
+    def _keep_rows(self) -> None:
+        """RF-Hybrid: the first growth pass keeps every encoded row and counts nothing (it is the
+        first level's pass); if the source did not fold every row in order, the level-by-level
+        passes follow."""
+        kept = data_rows(self.n_rows, self.columns)
+        meter = PassMeter(f"level 0, pass {self.source.n_passes + 1} over the data, keeping the rows in memory",
+                          self.verbose, self.n_rows)
+        self.source.run_pass(KeepPass(self.columns, kept), self.data_columns, self.batch_size, meter)
+        meter.done()
+        self._note(0, 1, 0)
+        self.kept = kept if kept.size == self.n_rows else None
+
+    def _trees_in_memory(self) -> tuple[int, int]:
+        """How many trees grow at once from copies of their in-bag rows, and the rows of the
+        partition's scratch (:class:`rainforest.in_bag.InBagCopies`; a multiple of a tree's).
+
+        Two trees per Numba thread (every thread busy at the deep levels, where each thread takes
+        whole groups; more would only make the copies and a level's AVC-groups larger, and fresh
+        large arrays cost a page fault per page), fewer where their copies and the partition's
+        scratch for one tree's rows (:meth:`rainforest.in_bag.InBagCopies.scratch_bytes`) do not
+        fit the room the kept rows leave in the first half of the budget (the second is the
+        AVC-groups').  What room is left widens the scratch up to the chunk's rows, so a level's
+        groups move in fewer, better balanced calls.  0 trees: not even one, and the kept rows
+        are counted from the roots at every level."""
+        kept = self.kept
+        threads = numba.get_num_threads()
+        record = InBagCopies.record_bytes(kept.S.shape[1], kept.S.dtype, self.n_classes, len(kept.w) > 0)
+        expected = kept.size * in_bag_fraction(self.spec.rate)
+        in_bag = math.ceil(expected + 4 * math.sqrt(expected)) + 1  # 4 standard deviations' slack at least
+        per_tree = in_bag * record
+        room = self.budget // 2 - (kept.S.nbytes + kept.y.nbytes + kept.w.nbytes)
+        trees = int(max(0, min(TREES_PER_THREAD * threads,
+                               (room - InBagCopies.scratch_bytes(in_bag, record, threads)) // per_tree)))
+        scratch_trees = 1
+        while (scratch_trees < trees and InBagCopies.scratch_bytes((scratch_trees + 1) * in_bag, record, threads)
+               <= room - trees * per_tree):
+            scratch_trees += 1
+        return trees, scratch_trees * in_bag
+
+    def _finish_in_memory(self, roots: np.ndarray, together: int, scratch_rows: int) -> None:
+        """Grow the trees from the kept rows, ``together`` trees at a time (:meth:`_trees_in_memory`),
+        each tree's in-bag rows copied once and grouped by node (:mod:`rainforest.in_bag`): no pass,
+        and no row routed from the root again.  One buffer of copies serves every chunk."""
+        kept = self.kept
+        size = min(len(roots), together)
+        meter = PassMeter(f"rows kept in memory, {len(roots)} tree(s) grown {size} at a time, each over its rows",
+                          self.verbose, kept.size * len(roots))
+        copies = InBagCopies.allocate(size, kept.size, scratch_rows, kept.S.shape[1], kept.S.dtype, self.n_classes,
+                                      len(kept.w) > 0)
+        for c0 in range(0, len(roots), size):
+            self._grow_chunk(roots[c0:c0 + size], copies)
+            meter(kept.size * len(roots[c0:c0 + size]))
+        meter.done()
+        self.stats.trees_grown_together = size
+
+    def _grow_chunk(self, frontier: np.ndarray, copies: InBagCopies) -> None:
+        """Grow the trees of ``frontier`` (their roots) to the end from copies of their in-bag rows
+        (in ``copies``, reused from chunk to chunk)."""
+        groups = InBagGroups(self, frontier[:, 0], copies)
+        level = 0
+        while len(frontier):
+            frontier = self._level(frontier, level, groups)
+            level += 1
+
+    def _draw(self, frontier: np.ndarray) -> np.ndarray:
+        """Each job's attributes (Forest-RI), one row per job: drawn from its tree's seed and its node id."""
+        k = self.spec.max_features
+        out = np.empty((len(frontier), k), np.int64)
+        trees, first = np.unique(frontier[:, 0], return_index=True)  # the frontier is sorted by tree
+        for t, lo, hi in zip(trees, first, np.append(first[1:], len(frontier))):
+            cand = self.spec.candidates[t]
+            out[lo:hi] = cand[node_features(self.feature_seeds[t], frontier[lo:hi, 1], len(cand), k)]
+        return out
+
+    def _count(self, jobs: Jobs, routing: tuple, base: np.ndarray, level: int) -> tuple[np.ndarray, bool]:
+        job_of_node = np.full(int(base[-1]), -1, np.int32)
+        job_of_node[base[jobs.tree] + jobs.node] = np.arange(len(jobs.tree), dtype=np.int32)
+        task = ForestPass(self.columns, level, np.unique(jobs.tree), self.keys1, self.keys2, self.thresholds,
+                          base[:-1].copy(), routing, job_of_node, jobs.attr_start, jobs.attrs, jobs.slot_off,
+                          jobs.job_base, self.n_channels, jobs.size)
+        label = f"{len(jobs.tree):,} node(s) of {len(task.trees)} tree(s)"
+        if self.kept is not None:
+            meter = PassMeter(f"level {level}, rows kept in memory, {label}", self.verbose, self.kept.size)
+            state = task.count(task.new_state(), self.kept.S, self.kept.y, self.kept.w, 0)
+            meter(self.kept.size)
+            meter.done()
+            return state.counts, False
+        meter = PassMeter(f"level {level}, pass {self.source.n_passes + 1} over the data, {label}", self.verbose,
+                          self.n_rows)
+        state = self.source.run_pass(task, self.data_columns, self.batch_size, meter)
+        meter.done()
+        return state.counts, True
+
+    # -- splits ------------------------------------------------------------------------------
+    def _split_jobs(self, jobs: Jobs, counts: np.ndarray, next_frontier: list) -> list:
+        """Search every job's split, then split the nodes whose split is worth it (scikit-learn's rules,
+        :mod:`rainforest.rules`), appending their children that go on growing to ``next_frontier``.
+        Returns ``(job, branches, the branches that go on growing)`` of the split jobs with such a child."""
+        nc, ch = self.n_classes, self.n_channels
+        p = self.params
+        n_jobs = len(jobs.tree)
+        skip = np.zeros(n_jobs, bool)
+        for j in np.flatnonzero(jobs.node == 0):  # roots: their class totals, from their first attribute's slots
+            t = int(jobs.tree[j])
+            size = int(self.columns.n_slots[jobs.attrs[jobs.attr_start[j]]]) + 1
+            nodes = self.trees[t]
+            nodes.value[0], nodes.n_node_samples[0], w, nodes.impurity[0] = node_totals(
+                counts[jobs.job_base[j]:jobs.job_base[j] + size * ch].reshape(size, ch), nc, self.node_crit)
+            self.total_weight[t] = w
+            self.min_weight_leaf[t] = p.min_weight_fraction_leaf * w
+            skip[j] = nodes.pre_leaf(0, p, self.max_depth, self.min_weight_leaf[t])
+        attr = np.empty(n_jobs, np.int64)
+        score = np.empty(n_jobs)
+        left_slot = np.empty(n_jobs, np.int64)
+        right_slot = np.empty(n_jobs, np.int64)
+        inf_thr = np.empty(n_jobs, np.bool_)
+        n_branches = np.empty(n_jobs, np.int64)
+        branches = np.empty(int(jobs.branch_start[-1]), np.int32)
+        search_jobs(counts, jobs.job_base, jobs.attr_start, jobs.offsets, self.columns.kinds[jobs.attrs], ch,
+                    self.crit, p.multiway, float(p.min_samples_leaf), self.min_weight_leaf[jobs.tree],
+                    p.max_exhaustive, jobs.branch_start, branches, attr, score, left_slot, right_slot, inf_thr,
+                    n_branches)
+        n_branches[skip | (attr < 0)] = 0
+        q = jobs.attr_start[:-1] + np.maximum(attr, 0)
+        col = jobs.attrs[q]
+        parent_imp = np.array([self.trees[t].impurity[n] for t, n in zip(jobs.tree, jobs.node)])
+        widest = int(n_branches.max()) if n_jobs else 0
+        child = np.zeros((n_jobs, max(widest, 1), ch))
+        child_imp = np.zeros((n_jobs, max(widest, 1)))
+        decrease = np.empty(n_jobs)
+        weight = np.empty(n_jobs)
+        split_children(counts, jobs.job_base + jobs.slot_off[q] * ch, self.columns.n_slots[col] + 1, branches,
+                       jobs.branch_start, n_branches, ch, parent_imp, self.node_crit, child, child_imp, decrease,
+                       weight)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            keep = keeps_split(decrease, weight, self.total_weight[jobs.tree], p.min_impurity_decrease)
+        chosen = np.flatnonzero((n_branches > 0) & keep)
+        # children that are leaves at once: scikit-learn's rules before a search, for all at once
+        child_n = np.rint(child[:, :, nc]).astype(np.int64)
+        child_w = child[:, :, :nc].sum(axis=2)
+        depth = np.array([self.trees[t].depth[n] for t, n in zip(jobs.tree, jobs.node)]) + 1
+        leafy = pre_leaf(depth[:, None], child_n, child_w, child_imp, p, self.max_depth,
+                         self.min_weight_leaf[jobs.tree][:, None])
+        majority = np.argmax(child[:, :, nc], axis=1)  # the branch with most rows (unused branches hold none)
+        grown = []
+        # plain lists: the loop below runs once per split node, numpy scalars would dominate it
+        tree_l, node_l, col_l, nb_l = jobs.tree.tolist(), jobs.node.tolist(), col.tolist(), n_branches.tolist()
+        left_l, right_l, inf_l = left_slot.tolist(), right_slot.tolist(), inf_thr.tolist()
+        child_n_l, child_imp_l, leafy_l = child_n.tolist(), child_imp.tolist(), leafy.tolist()
+        depth_l, majority_l, start_l = depth.tolist(), majority.tolist(), jobs.branch_start.tolist()
+        values = child[:, :, :nc]
+        for j in chosen.tolist():
+            t, node, c, nb = tree_l[j], node_l[j], col_l[j], nb_l[j]
+            nodes = self.trees[t]
+            m1 = int(self.columns.n_slots[c]) + 1
+            br = branches[start_l[j]:start_l[j] + m1]
+            first = nodes.split(node, self.columns.attributes[c], c, br, nb, left_l[j], right_l[j], inf_l[j],
+                                majority_l[j])
+            going_on = []
+            for b in range(nb):
+                nodes.add_leaf(values[j, b].copy(), child_n_l[j][b], child_imp_l[j][b], depth_l[j])
+                if not leafy_l[j][b]:
+                    next_frontier.append((t, first + b))
+                    going_on.append(b)
+            if going_on:
+                grown.append((j, nb, going_on))
+        return grown
+
+
+class PassCounter:
+    """Counts a level's jobs in passes over the data (or over every kept row, from the roots)."""
+
+    def __init__(self, grower: ForestGrower):
+        self.grower = grower
+        self.routing, self.base = joined_routing(grower.trees, grower.columns.n_slots)
+
+    def count(self, jobs: Jobs, level: int) -> tuple[np.ndarray, bool]:
+        return self.grower._count(jobs, self.routing, self.base, level)
+
+    def split(self, jobs: Jobs, grown: list) -> None:
+        pass  # the next level's pass routes the rows again
+
+
+class InBagGroups:
+    """A chunk of trees' copies of their in-bag rows, grouped by node (:mod:`rainforest.in_bag`):
+    counts jobs from them, and moves split jobs' rows into their children's groups."""
+
+    def __init__(self, grower: ForestGrower, chunk: np.ndarray, copies: InBagCopies):
+        self.grower = grower
+        self.chunk = chunk
+        self.local = np.full(len(grower.trees), -1, np.int64)  # tree -> its place in the copies
+        self.local[chunk] = np.arange(len(chunk))
+        kept = grower.kept
+        self.copies = copies
+        n_in_bag = np.zeros(len(chunk), np.int64)
+        gather_in_bag(kept.S, kept.y, kept.w, grower.keys1[chunk], grower.keys2[chunk], grower.thresholds,
+                      self.copies.items, self.copies.weights, n_in_bag, self.copies.task_rows)
+        self.span = {(int(t), 0): (0, int(n)) for t, n in zip(chunk, n_in_bag)}  # the roots' groups
+
+    def _spans(self, jobs: Jobs) -> None:
+        """Take the jobs' groups (their first and past-the-last rows) for this level."""
+        lo_hi = np.array([self.span.pop((int(t), int(k))) for t, k in zip(jobs.tree, jobs.node)], np.int64)
+        self.starts, self.ends = lo_hi[:, 0].copy(), lo_hi[:, 1].copy()
+
+    def count(self, jobs: Jobs, level: int) -> tuple[np.ndarray, bool]:
+        """The AVC-groups of ``jobs`` from their groups of rows (no pass)."""
+        self._spans(jobs)
+        counts = np.zeros(jobs.size)
+        c = self.copies
+        count_spans(c.items, c.weights, c.width, not c.weighted, self.local[jobs.tree], self.starts, self.ends,
+                    jobs.job_of_attr, jobs.attrs, jobs.slot_off, jobs.job_base, self.grower.n_channels, counts)
+        return counts, False
+
+    def split(self, jobs: Jobs, grown: list) -> None:
+        """Move the rows of the split jobs ``grown`` (as :meth:`ForestGrower._split_jobs` returns them) into
+        their children's groups; rows of children that are leaves are dropped."""
+        if not grown:
+            return
+        g = self.grower
+        routing, base = joined_routing([g.trees[t] for t in self.chunk], g.columns.n_slots)
+        j = np.array([x[0] for x in grown], np.int64)
+        nb = np.array([x[1] for x in grown], np.int64)
+        going_on = np.zeros((len(j), int(nb.max())), np.bool_)
+        for r, (_, _, branches) in enumerate(grown):
+            going_on[r, branches] = True
+        tree = self.local[jobs.tree[j]]
+        node = base[tree] + jobs.node[j]
+        starts, ends = self.starts[j], self.ends[j]
+        child_start = np.empty((len(j), int(nb.max()) + 1), np.int64)
+        c = self.copies
+        for lo, hi in pack_jobs(ends - starts, c.scratch_rows):  # groups moved together within the scratch
+            partition_spans(c.words, c.items, tree[lo:hi], node[lo:hi], nb[lo:hi], starts[lo:hi], ends[lo:hi],
+                            *routing, going_on[lo:hi], c.moved, c.branch, child_start[lo:hi], c.task_rows,
+                            numba.get_num_threads())
+        for r, (x, _, branches) in enumerate(grown):
+            t = int(jobs.tree[x])
+            first = g.trees[t].first_child[int(jobs.node[x])]
+            for b in branches:
+                self.span[(t, first + b)] = (int(child_start[r, b]), int(child_start[r, b + 1]))
+
+
+def pack_jobs(job_bytes: np.ndarray, cap: int):
+    """Consecutive ranges of jobs whose AVC-groups together fit ``cap`` bytes."""
+    lo, used = 0, 0
+    for j, b in enumerate(job_bytes):
+        if j > lo and used + b > cap:
+            yield lo, j
+            lo, used = j, 0
+        used += int(b)
+    if lo < len(job_bytes):
+        yield lo, len(job_bytes)

@@ -1,0 +1,138 @@
+"""The random forest's kernels: counting a pass's jobs (tree, node) over streamed rows with
+bootstrap multiplicities recomputed from the row hash, searching every job's split, and the
+children of every split job (:mod:`rainforest.forest_grow` runs them)."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .bootstrap import multiplicity
+from .criteria import impurity, search_node
+from .rowhash import hash_row
+from .rows import step
+from .rules import branch_totals, impurity_decrease
+
+ROW_BLOCK = 4096  # rows a thread routes together through one tree (independent steps overlap)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roots, feature, first_child,
+                 slot_branch, branch_offset, slot_cut, missing_branch, n_slots, job_of_node, attr_start, attrs,
+                 slot_off, job_base, n_channels, counts):
+    """Count a block of encoded rows into the AVC-groups of a pass's jobs, for every tree in ``trees``.
+
+    Row ``i`` (identity ``first_row + i``) has multiplicity ``m`` in tree ``t`` (the Poisson draw
+    of :mod:`rainforest.bootstrap`).  In-bag rows go down from the tree's root (``roots[t]``, in
+    the forest's concatenated routing arrays) by ``depth`` routing steps (the pass's jobs are
+    nodes of that depth; a row that meets a leaf first stays there), and when the node reached is
+    a job ``j`` of the pass, ``m * w[i]`` is added to class ``y[i]``, and one to the row-count
+    channel, at the slot of each of the job's attributes ``attrs[attr_start[j]:attr_start[j + 1]]``
+    (its AVC-group starts at ``counts[job_base[j]]``, attribute ``q`` at slot ``slot_off[q]``).
+
+    Each thread owns whole trees (a job belongs to one tree) and routes a block of rows one level
+    at a time, so the independent steps of different rows overlap.  Every count is summed in row
+    order by one thread: the result is the serial one, bit for bit.  ``w`` is empty for unit weights.
+    """
+    n_classes = n_channels - 1
+    unit = w.shape[0] == 0
+    n = S.shape[0]
+    block = min(n, ROW_BLOCK)
+    for ti in numba.prange(trees.shape[0]):
+        t = trees[ti]
+        s1 = keys1[t]
+        s2 = keys2[t]
+        h = np.empty(block, np.int64)
+        rows = np.empty(block, np.int64)
+        mult = np.empty(block, np.int64)
+        node = np.empty(block, np.int64)
+        for c0 in range(0, n, block):
+            c1 = min(n, c0 + block)
+            for i in range(c0, c1):
+                h[i - c0] = hash_row(first_row + i, s1, s2)
+            m_in = 0
+            for r in range(c1 - c0):  # the in-bag rows, without a branch per row
+                m = multiplicity(h[r], thresholds)
+                rows[m_in] = c0 + r
+                mult[m_in] = m
+                m_in += m > 0
+            node[:m_in] = roots[t]
+            for _ in range(depth):
+                for u in range(m_in):
+                    k = node[u]
+                    if first_child[k] >= 0:
+                        node[u] = step(S, rows[u], k, feature, first_child, slot_branch, branch_offset, slot_cut,
+                                       missing_branch, n_slots)
+            for u in range(m_in):
+                j = job_of_node[node[u]]
+                if j < 0:
+                    continue
+                i = rows[u]
+                c = y[i]
+                wt = float(mult[u]) if unit else mult[u] * w[i]
+                base = job_base[j]
+                for q in range(attr_start[j], attr_start[j + 1]):
+                    cell = base + (slot_off[q] + S[i, attrs[q]]) * n_channels
+                    counts[cell + c] += wt
+                    counts[cell + n_classes] += 1.0
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def search_jobs(counts, job_base, attr_start, offsets, kinds, n_channels, criterion, multiway, min_leaf, min_weight,
+                max_exhaustive, branch_start, branches, attr, score, left_slot, right_slot, inf_thr, n_branches):
+    """:func:`rainforest.criteria.search_node` for every job of a pass, in parallel (jobs are
+    independent).  Job ``j``'s AVC-group is ``counts[job_base[j]:]`` over its own attributes, whose
+    slot offsets are ``offsets[attr_start[j] + j : attr_start[j + 1] + j + 1]``; the last channel
+    counts rows.  ``attr[j]`` is the winning attribute's position among the job's, or -1."""
+    n_classes = n_channels - 1
+    for j in numba.prange(job_base.shape[0]):
+        lo = attr_start[j]
+        hi = attr_start[j + 1]
+        offs = offsets[lo + j:hi + j + 1]
+        size = offs[hi - lo]
+        block = counts[job_base[j]:job_base[j] + size * n_channels].reshape((size, n_channels))
+        a, sc, ls, rs, inf, nb = search_node(block, offs, kinds[lo:hi], n_classes, True, criterion, multiway,
+                                             min_leaf, min_weight[j], max_exhaustive,
+                                             branches[branch_start[j]:branch_start[j + 1]], 0)
+        attr[j] = a
+        score[j] = sc
+        left_slot[j] = ls
+        right_slot[j] = rs
+        inf_thr[j] = inf
+        n_branches[j] = nb
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def split_children(counts, winner_base, winner_slots, branches, branch_start, n_branches, n_channels, parent_imp,
+                   node_crit, child, child_imp, decrease, weight):
+    """For every job with a split (``n_branches[j] > 0``): each branch's counts (``branch_totals`` of the
+    winning attribute's AVC-set, at ``counts[winner_base[j]:]``), their impurities, the node's impurity
+    decrease (:func:`rainforest.rules.impurity_decrease`) and the node's weight."""
+    n_classes = n_channels - 1
+    for j in numba.prange(n_branches.shape[0]):
+        nb = n_branches[j]
+        if nb <= 0:
+            decrease[j] = -np.inf
+            weight[j] = 0.0
+            continue
+        m1 = winner_slots[j]
+        block = counts[winner_base[j]:winner_base[j] + m1 * n_channels].reshape((m1, n_channels))
+        totals = branch_totals(block, branches[branch_start[j]:branch_start[j] + m1], nb)
+        wn = 0.0
+        ws = np.empty(nb)
+        for b in range(nb):
+            child[j, b, :] = totals[b]
+            wb = 0.0
+            for c in range(n_classes):
+                wb += totals[b, c]
+            ws[b] = wb
+            child_imp[j, b] = impurity(totals[b, :n_classes], wb, node_crit)
+            wn += wb
+        decrease[j] = impurity_decrease(parent_imp[j], child_imp[j, :nb], ws, wn)
+        weight[j] = wn
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def bootstrap_block(first_row, s1, s2, thresholds, out):
+    """``out[i]``: the multiplicity of row ``first_row + i`` in the bootstrap keyed ``(s1, s2)``."""
+    for i in numba.prange(out.shape[0]):
+        out[i] = multiplicity(hash_row(first_row + i, s1, s2), thresholds)

@@ -1,0 +1,61 @@
+"""The columns a forest counts (its schema's attributes, then Forest-RC's combinations) encoded
+from a batch, and the forest's RF-Hybrid store: every row of the data encoded once for all trees."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from .combinations import Combinations
+from .rows import KeptRows, encode_rows, slot_dtype, to_slots
+from .schema import Schema
+
+
+@dataclass
+class Columns:
+    """The columns a forest's passes count: the schema's attributes, then Forest-RC's combinations."""
+
+    schema: Schema
+    combos: Combinations | None
+    class_weight: np.ndarray | None
+    weighted: bool
+
+    def __post_init__(self):
+        self.attributes = list(self.schema.attributes)
+        if self.combos is not None:
+            self.attributes += self.combos.attributes(self.schema.names)
+            self.combo_schema = Schema(self.combos.attributes(self.schema.names))
+        self.n_slots = np.array([a.n_slots for a in self.attributes], np.int64)
+        self.kinds = np.array([a.kind for a in self.attributes], np.int8)
+        self.dtype = slot_dtype(Schema(self.attributes))
+
+    @property
+    def width(self) -> int:
+        return len(self.attributes)
+
+    def encode(self, batch: pa.RecordBatch) -> tuple:
+        """The slots (rows x columns, column-major), class codes and weights (empty if all one) of a batch."""
+        rows = encode_rows(self.schema, batch, self.class_weight, self.weighted)
+        if self.combos is None:
+            return rows.S, rows.y, rows.w
+        V = self.combos.values(self.schema.encode(batch))
+        S = np.empty((len(rows.y), self.width), self.dtype, order="F")
+        p = len(self.schema.attributes)
+        S[:, :p] = rows.S
+        SC = np.empty(V.shape, self.dtype, order="F")
+        cs = self.combo_schema
+        to_slots(np.asfortranarray(V), cs.kinds, self.n_slots[p:], *cs.slot_tables(), SC)
+        S[:, p:] = SC
+        return S, rows.y, rows.w
+
+    def row_bytes(self) -> int:
+        """Bytes of one row kept in memory (slots, class code, weight)."""
+        return self.width * self.dtype.itemsize + 4 + (8 if self.weighted else 0)
+
+
+def data_rows(n: int, columns: Columns) -> KeptRows:
+    """Room for every row of the data (``n``, the profile's count), encoded, kept once for all trees
+    (the forest's RF-Hybrid): the tree's :class:`rainforest.rows.KeptRows` with one group, the root,
+    filled in row order."""
+    return KeptRows([0], [n], 1, columns.width, columns.dtype, np.int32, columns.weighted)

@@ -1,0 +1,116 @@
+"""What a level of growth counts in each read: the attribute groups (RF-Vertical), the families of
+frontier nodes packed into passes (sibling subtraction), the spilled nodes loaded into memory and
+the nodes whose rows RF-Hybrid pulls into memory.  Pure planning: nothing here reads rows."""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import BudgetError
+from .nodes import Nodes
+from .schema import Schema
+from .supply import RowSupply
+
+
+def group_bytes(offsets: np.ndarray, attrs: np.ndarray, n_channels: int) -> int:
+    """Bytes of one node's AVC-group over ``attrs``, with the split search's scratch."""
+    sizes = offsets[attrs + 1] - offsets[attrs]
+    return int(sizes.sum()) * n_channels * 8 + int(sizes.max()) * 8
+
+
+def attribute_groups(schema: Schema, n_channels: int, avc_budget: int, vertical: bool) -> list[np.ndarray]:
+    """The attributes counted together in one pass, in index order: all of them while one node's
+    AVC-group fits the AVC budget; else (RF-Vertical) groups that each fit, every one holding the
+    attribute with the fewest slots (the *lead*, :func:`lead_of`), whose slots give the node's
+    class totals the same way in every group."""
+    offsets = schema.slot_offsets()
+    everything = np.arange(len(schema.attributes))
+    need = group_bytes(offsets, everything, n_channels)
+    if need <= avc_budget:
+        return [everything]
+    if not vertical:
+        raise BudgetError(
+            f"memory budget too small: one node's AVC-group needs {need:,} bytes ({int(offsets[-1]):,} value slots "
+            f"x {n_channels} classes) and the AVC half of the budget is {avc_budget:,}; raise memory_budget, "
+            f"use binned mode (max_bins) or algorithm='hybrid' (RF-Vertical)")
+    lead = int(np.argmin(np.diff(offsets)))
+    groups, current = [], []
+    for a in everything:
+        if a == lead:
+            continue
+        if current and group_bytes(offsets, np.array(sorted(current + [a, lead])), n_channels) > avc_budget:
+            groups.append(np.array(sorted(current + [lead])))
+            current = []
+        current.append(a)
+    groups.append(np.array(sorted(current + [lead])))
+    for g in groups:
+        if group_bytes(offsets, g, n_channels) > avc_budget:
+            big = max(g, key=lambda a: offsets[a + 1] - offsets[a])
+            raise BudgetError(
+                f"memory budget too small even for RF-Vertical: attribute {schema.attributes[big].name!r} alone "
+                f"has {int(offsets[big + 1] - offsets[big]):,} value slots, which need "
+                f"{group_bytes(offsets, g, n_channels):,} bytes per node (the AVC half of the budget "
+                f"is {avc_budget:,}); raise memory_budget or use binned mode (max_bins)")
+    return groups
+
+
+def lead_of(attrs: np.ndarray, offsets: np.ndarray) -> int:
+    """Index in ``attrs`` of the attribute whose slots give the class totals: the one with the
+    fewest slots (the first such), the same attribute in every RF-Vertical group."""
+    return int(np.argmin(offsets[attrs + 1] - offsets[attrs]))
+
+
+def families(frontier: list[int], derived: dict) -> list[list[int]]:
+    """Frontier nodes grouped so that a derived child comes last, after the siblings it needs."""
+    group_of = {}
+    for child, (_, siblings) in derived.items():
+        group = siblings + [child]
+        for n in group:
+            group_of[n] = group
+    groups, seen = [], set()
+    for n in frontier:
+        if n not in seen:
+            group = group_of.get(n, [n])
+            groups.append(group)
+            seen.update(group)
+    return groups
+
+
+def pack_families(groups: list[list[int]], per_pass: int):
+    """Chunks of whole families holding at most ``per_pass`` nodes (no family is larger)."""
+    chunk, size = [], 0
+    for g in groups:
+        if chunk and size + len(g) > per_pass:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(g)
+        size += len(g)
+    if chunk:
+        yield chunk
+
+
+def spilled_loads(chunks: list, in_memory: set, supply: RowSupply, rows_of: list, room: int) -> tuple[list, list]:
+    """Take the spilled frontier nodes counted on their own (no family) whose rows fit ``room`` out of
+    ``chunks``; returns the chunks left and the loads: those nodes in spill-partition order, packed
+    so that a load holds at most ``room`` rows and reads each partition once."""
+    loadable = [g[0] for c in chunks for g in c if len(g) == 1 and g[0] not in in_memory and supply.spilled(g)
+                and rows_of[g[0]] <= room]
+    if not loadable:
+        return chunks, []
+    chosen = set(loadable)
+    rest = [c for c in ([g for g in c if not (len(g) == 1 and g[0] in chosen)] for c in chunks) if c]
+    loads, load, size = [], [], 0
+    for n in sorted(loadable, key=lambda n: (supply.part_of[n], n)):
+        if load and size + rows_of[n] > room:
+            loads.append(load)
+            load, size = [], 0
+        load.append(n)
+        size += rows_of[n]
+    return rest, loads + [load]
+
+
+def families_to_pull(nodes: Nodes, frontier: list[int], in_memory: set, room_rows: int, max_depth) -> list[int]:
+    """The frontier nodes not yet in memory whose subtrees go on growing, if all their rows fit the
+    room left: then every later level is counted in memory.  Keeping only some would add work (the
+    others still need a pass per level) without saving a pass."""
+    pull = [n for n in frontier if n not in in_memory and nodes.depth[n] + 1 < max_depth]
+    return pull if pull and sum(nodes.n_node_samples[n] for n in pull) <= room_rows else []

@@ -1,0 +1,72 @@
+"""Where the rows of a level's frontier nodes come from: memory (RF-Hybrid), the spill folder
+(RF-Write) once written, else the data source."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .avc import AvcPass
+from .meter import PassMeter
+from .rows import KeptRows, class_dtype, descend, slot_dtype
+from .schema import Schema
+from .spill import Spill
+
+
+@dataclass
+class RowSupply:
+    """Where the rows of frontier nodes come from: memory (RF-Hybrid), the spill folder (RF-Write)
+    once written, else the data source; every read goes through :meth:`count`."""
+
+    source: object
+    columns: list
+    batch_size: int
+    verbose: int
+    n_rows: int
+    kept: KeptRows | None = None
+    spill: Spill | None = None
+    part_of: dict = field(default_factory=dict)  # tree node -> spill partition holding its rows
+
+    def count(self, task: AvcPass, label: str, from_memory: bool, nodes: list, level: int) -> tuple:
+        """Run ``task`` over the rows of ``nodes``; returns its state and whether the data was read."""
+        if from_memory:
+            meter = PassMeter(f"level {level}, rows kept in memory, {label}", self.verbose, self.kept.size)
+            state = task.count_kept(task.new_state(), self.kept)
+            meter(self.kept.size)
+            meter.done()
+            return state, False
+        if self.spill is not None and self.spill.generation >= 0:
+            parts = {self.part_of[n] for n in nodes} if task.spill is None else self.spill.parts
+            meter = PassMeter(f"level {level}, spill partitions {sorted(parts)}, {label}", self.verbose,
+                              self.spill.rows_in(parts) if self.verbose else 0)  # footers read for the bar only
+            state = task.new_state()
+            for rows in self.spill.read(parts, self.batch_size):
+                state = task.count(state, rows)
+                meter(len(rows))
+            meter.done()
+            return state, False
+        meter = PassMeter(f"level {level}, pass {self.source.n_passes + 1} over the data, {label}", self.verbose,
+                          self.n_rows)
+        state = self.source.run_pass(task, self.columns, self.batch_size, meter)
+        meter.done()
+        return state, True
+
+    def spilled(self, nodes: list) -> bool:
+        """Whether the rows of every node in ``nodes`` are in the spill folder (and only there); with no
+        nodes, whether there is a spill folder to read."""
+        return self.spill is not None and self.spill.generation >= 0 and all(n in self.part_of for n in nodes)
+
+    def load(self, nodes: list, rows_of: list, routing: tuple, n_tree_nodes: int, schema: Schema, n_classes: int,
+             weighted: bool, level: int) -> KeptRows:
+        """The rows of ``nodes`` read from their spill partitions into memory, grouped by node in row
+        order, as RF-Hybrid keeps rows: one read of the partitions counts every attribute of every
+        node (compact AVC-groups) where dense ones would take a read per node and attribute group."""
+        kept = KeptRows(nodes, rows_of, n_tree_nodes, len(schema.attributes), slot_dtype(schema),
+                        class_dtype(n_classes), weighted)
+        parts = {self.part_of[n] for n in nodes}
+        meter = PassMeter(f"level {level}, spill partitions {sorted(parts)}, {len(nodes)} node(s) loaded and "
+                          f"counted in memory", self.verbose, int(sum(rows_of)))
+        for rows in self.spill.read(parts, self.batch_size):
+            descend(rows.S, rows.node, *routing)
+            kept.add(rows)
+            meter(len(rows))
+        meter.done()
+        return kept
