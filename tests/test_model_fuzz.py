@@ -39,6 +39,7 @@ LEARNERS = {
     "tree_binned": lambda: DecisionTreeClassifier(max_depth=4),
     "tree_exact_multiway": lambda: DecisionTreeClassifier(max_depth=3, max_bins=None, categorical_split="multiway"),
     "forest": lambda: RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0),
+    "forest_rc": lambda: RandomForestClassifier(n_estimators=2, max_depth=3, combination="linear", random_state=0),
     "bayes_gaussian": lambda: NaiveBayesClassifier(),
     "bayes_binned": lambda: NaiveBayesClassifier(numeric="binned", max_bins=8),
     "adaboost_stumps": lambda: AdaBoostClassifier(n_estimators=3),
