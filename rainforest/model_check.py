@@ -21,8 +21,7 @@ import numpy as np
 from .errors import ModelError
 from .model_file import RENAMED_PARAMS
 from .tree_check import check_tree, check_trees_agree
-from .model_fields import (At, check_int, check_labels, check_list, check_number, check_str,
-                           check_version, float_array, int_array, is_int, is_label, kind_of, matrix)
+from .model_fields import (At, check_int, check_labels, check_list, check_number, check_str, check_version, float_array, int_array, is_int, is_label, kind_of, matrix, MAX_COUNT)
 
 # -- estimators and their parameters ---------------------------------------------------------------
 def check_params(at: At, params, cls) -> dict:
@@ -41,7 +40,7 @@ def check_params(at: At, params, cls) -> dict:
         elif key == "batch_size" and v is not None:
             check_int(at / key, v, least=1)
         elif key in ("alpha", "var_smoothing"):
-            check_number(at / key, v, least=0)
+            check_number(at / key, v, least=0, most=MAX_COUNT)
         elif key == "numeric" and v not in ("gaussian", "binned"):
             (at / key).fail(f"unknown value {v!r}; expected 'gaussian' or 'binned'")
         elif key == "class_weight" and v is not None and v != "balanced":
@@ -170,7 +169,7 @@ def _class_weights(at: At, pairs) -> dict:
     check_list(at, pairs, least=2)
     for k, p in enumerate(pairs):
         check_list(at / k, p, 2)
-        check_number(at / k / 1, p[1], positive=True)
+        check_number(at / k / 1, p[1], positive=True, most=MAX_COUNT)
     check_labels(at, [p[0] for p in pairs], least=2)
     return {p[0]: p[1] for p in pairs}
 
@@ -200,7 +199,7 @@ def _check_gaussian(at: At, c, kinds: dict, var_smoothing: float) -> None:
             check_list(cat / k, cell, 3)
             if not (is_label(cell[0]) and is_label(cell[1])) or cell[0] not in classes:
                 (cat / k).fail(f"names the class {cell[0]!r}, which is not a class of the model"[:200])
-            check_number(cat / k / 2, cell[2], least=0)
+            check_number(cat / k / 2, cell[2], least=0, most=MAX_COUNT)
         check_labels(cat, list({cell[1]: None for cell in cells}), least=0)
     moments = {a: m[0] for a, m in per_attribute("moments", lambda k: k != CATEGORICAL).items()}
     spread = per_attribute("spread", lambda k: k != CATEGORICAL, 4)
@@ -225,7 +224,11 @@ def _check_gaussian(at: At, c, kinds: dict, var_smoothing: float) -> None:
 
 def _moments(at: At, m) -> tuple:
     check_list(at, m, 3)
-    return (check_number(at / 0, m[0], least=0), check_number(at / 1, m[1]), check_number(at / 2, m[2], least=0))
+    w, mean, m2 = (check_number(at / 0, m[0], least=0, most=MAX_COUNT), check_number(at / 1, m[1]),
+                   check_number(at / 2, m[2], least=0))
+    if w > 0 and not np.isfinite(m2 / w):
+        at.fail(f"the variance {m2!r} / {w!r} is not a finite number")
+    return w, mean, m2
 
 
 # -- boosting --------------------------------------------------------------------------------------
@@ -251,7 +254,7 @@ def check_boosting(d, at: At, params: dict) -> None:
     if not isinstance(weights, list) or len(weights) != len(learners):
         (at / "weights").fail(f"{len(learners)} learners but {len(weights) if isinstance(weights, list) else 'no'} "
                               "weights")
-    if float_array(at / "weights", weights, least=0).sum() <= 0:
+    if float_array(at / "weights", weights, least=0, most=MAX_COUNT).sum() <= 0:
         (at / "weights").fail("the weights sum to 0")
     float_array(at / "errors", at.get(d, "errors"), len(learners))
     int_array(at / "n_passes_per_round", at.get(d, "n_passes_per_round"), least=0)

@@ -14,6 +14,8 @@ import numpy as np
 from .errors import ModelError
 
 LABEL_TYPES = (str, int, float, bool)
+#: the largest count (weight, alpha) a model may hold: sums of many stay far from overflow
+MAX_COUNT = 1e250
 
 
 # -- where a problem is -------------------------------------------------------------------
@@ -64,12 +66,21 @@ def check_int(at: At, v, least=None, most=None) -> int:
     return v
 
 
-def check_number(at: At, v, least=None, positive=False) -> float:
-    """A finite number (JSON reads NaN and Infinity too: both are refused)."""
-    if not (isinstance(v, (int, float)) and not isinstance(v, bool)) or not math.isfinite(v):
+def is_finite_number(v) -> bool:
+    """A JSON number that is finite as a float (an integer literal of 400 digits is not)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return abs(v) < 1.7e308 if isinstance(v, int) else math.isfinite(v)
+
+
+def check_number(at: At, v, least=None, positive=False, most=None) -> float:
+    """A finite number (JSON reads NaN and Infinity too: both are refused), at most ``most``."""
+    if not is_finite_number(v):
         at.fail(f"expected a finite number, got {kind_of(v)} {v!r}"[:200])
     if (least is not None and v < least) or (positive and v <= 0):
         at.fail(f"{v!r} must be {'> 0' if positive else f'>= {least}'}")
+    if most is not None and v > most:
+        at.fail(f"{v!r} is more than {most!r}")
     return float(v)
 
 
@@ -129,17 +140,17 @@ def int_array(at: At, v, length=None, least=None, most=None) -> np.ndarray:
     return np.array(v, dtype=np.int64)
 
 
-def float_array(at: At, v, length=None, least=None, special=False) -> np.ndarray:
-    """Finite numbers; with ``special``, None (NaN) and "inf" / "-inf" as ``Tree.to_dict`` writes them."""
+def float_array(at: At, v, length=None, least=None, special=False, most=None) -> np.ndarray:
+    """Finite numbers in [least, most]; with ``special``, also NaN and infinities (None and
+    "inf" / "-inf" as ``Tree.to_dict`` writes them)."""
     check_list(at, v, length)
     if special:
         v = [math.nan if x is None else math.inf if x == "inf" else -math.inf if x == "-inf" else x for x in v]
-    bad = next((k for k, x in enumerate(v) if not isinstance(x, (int, float)) or isinstance(x, bool)
-                or not (special or math.isfinite(x))), None)
+    bad = next((k for k, x in enumerate(v) if not (is_finite_number(x) or special and isinstance(x, float))), None)
     if bad is not None:
         (at / bad).fail(f"expected a finite number, got {kind_of(v[bad])} {v[bad]!r}"[:200])
     a = np.array(v, dtype=np.float64)
-    return _in_range(at, a, least, None)
+    return _in_range(at, a, least, most)
 
 
 def _in_range(at: At, a: np.ndarray, least, most) -> np.ndarray:
@@ -155,9 +166,9 @@ def _in_range(at: At, a: np.ndarray, least, most) -> np.ndarray:
 
 
 def matrix(at: At, v, n_rows: int, n_cols: int) -> np.ndarray:
-    """Finite numbers >= 0 of shape (n_rows, n_cols), as nested lists."""
+    """Counts (numbers in [0, MAX_COUNT]) of shape (n_rows, n_cols), as nested lists."""
     check_list(at, v, n_rows)
     for k, row in enumerate(v):
         check_list(at / k, row, n_cols)
-    flat = float_array(at, [x for row in v for x in row], least=0)
+    flat = float_array(at, [x for row in v for x in row], least=0, most=MAX_COUNT)
     return flat.reshape(n_rows, n_cols)

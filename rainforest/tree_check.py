@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model_fields import At, check_labels, check_list, check_str, check_version, float_array, int_array, matrix
+from .model_fields import At, check_labels, check_list, check_str, check_version, float_array, int_array, matrix, MAX_COUNT
 
 MAX_NODES = 2**31 - 1  # node indices are int32
 
@@ -62,7 +62,8 @@ def check_tree(d, at: At) -> dict:
         if key == "threshold":
             out[key] = float_array(nat / key, nat.get(nodes, key), n, special=True)
         elif np.dtype(dtype).kind == "f":
-            out[key] = float_array(nat / key, nat.get(nodes, key), n, least=0 if key != "impurity" else None)
+            out[key] = float_array(nat / key, nat.get(nodes, key), n, least=0 if key != "impurity" else None,
+                                   most=MAX_COUNT)
         else:
             out[key] = int_array(nat / key, nat.get(nodes, key), n, least=-2 if key == "feature" else -1,
                                  most=None if key == "n_node_samples" else MAX_NODES)

@@ -191,6 +191,27 @@ def test_sigterm_during_a_spilling_fit_through_the_api_removes_the_folder(tmp_pa
     assert list(spill.iterdir()) == []
 
 
+@pytest.mark.slow
+def test_sigterm_during_predict_removes_the_temporary_output(tmp_path):
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    for k in range(6):  # about 3M rows: predict runs for seconds
+        os.symlink(KDD, rows / f"part-{k}.parquet")
+    DecisionTreeClassifier(max_depth=3).fit(KDD, target="class").save(tmp_path / "m.json")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "rainforest", "predict", str(tmp_path / "m.json"), str(rows),
+                             "--out", str(out / "p.parquet")], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any(p.name.startswith(".p.parquet.") and not p.name.endswith(".probe") for p in out.iterdir()):
+        assert proc.poll() is None and time.monotonic() < deadline, "predict ended before writing"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert os.listdir(out) == []  # neither the output nor its temporary file
+
+
 # -- corrupt models through the command line -------------------------------------------------------------
 @pytest.mark.parametrize("command", ["inspect", "predict"])
 def test_a_corrupt_model_is_one_error_line_and_exit_2(command, workdir, capsys):

@@ -39,6 +39,7 @@ LEARNERS = {
     "tree_binned": lambda: DecisionTreeClassifier(max_depth=4),
     "tree_exact_multiway": lambda: DecisionTreeClassifier(max_depth=3, max_bins=None, categorical_split="multiway"),
     "forest": lambda: RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0),
+    "forest_rc": lambda: RandomForestClassifier(n_estimators=2, max_depth=3, combination="linear", random_state=0),
     "bayes_gaussian": lambda: NaiveBayesClassifier(),
     "bayes_binned": lambda: NaiveBayesClassifier(numeric="binned", max_bins=8),
     "adaboost_stumps": lambda: AdaBoostClassifier(n_estimators=3),
@@ -142,13 +143,13 @@ def fuzz_cases(tmp_path_factory):
     return sample, root / "cases", names
 
 
-def _run_batch(sample, cases, first: int, last: int) -> dict:
+def _run_batch(sample, cases, first: int, last: int, worker: Path = WORKER) -> dict:
     """Outcome of each case in [first, last): a worker runs them in turn; one that crashes or hangs
     is recorded and a fresh worker goes on after it."""
     outcomes = {}
     k = first
     while k < last:
-        proc = subprocess.Popen([sys.executable, str(WORKER), str(sample), str(cases), str(k), str(last)],
+        proc = subprocess.Popen([sys.executable, str(worker), str(sample), str(cases), str(k), str(last)],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout] + [lines.put(None)], daemon=True).start()
@@ -166,7 +167,7 @@ def _run_batch(sample, cases, first: int, last: int) -> dict:
                 if current is not None:
                     outcomes[current] = f"crash (exit status {proc.returncode})"
                 break
-            word, *rest = line.split(" ", 2)
+            word, *rest = line.strip().split(" ", 2)
             if word == "ready":
                 timeout = CASE_TIMEOUT_S
             elif word == "start":
@@ -201,3 +202,23 @@ def test_mutated_models_predict_within_bounds_or_fail_with_model_error(fuzz_case
     for i, name in enumerate(names):
         mine = [v for k, v in outcomes.items() if k % len(names) == i]
         assert "ok" in mine and "model_error" in mine, name
+
+
+FAKE_WORKER = """
+import os, signal, sys, time
+print("ready", flush=True)
+for k in range(int(sys.argv[3]), int(sys.argv[4])):
+    print(f"start {k}", flush=True)
+    if k == 1:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if k == 3:
+        time.sleep(60)
+    print(f"done {k} ok", flush=True)
+"""
+
+
+def test_the_watchdog_reports_a_crash_and_a_hang_and_goes_on(tmp_path):
+    worker = tmp_path / "worker.py"
+    worker.write_text(FAKE_WORKER)
+    outcomes = _run_batch("rows", "cases", 0, 5, worker)
+    assert outcomes == {0: "ok", 1: "crash (exit status -11)", 2: "ok", 3: "hang", 4: "ok"}
