@@ -43,7 +43,7 @@ def _boat(args):
     if args.memory_budget:
         kw["memory_budget"] = args.memory_budget
     if args.work_dir:
-        kw["work_dir"] = args.work_dir
+        kw["spill_dir"] = args.work_dir
     return BoatClassifier(**kw)
 
 
@@ -189,7 +189,7 @@ def main(argv=None) -> int:
     p.add_argument("--test-rows", type=int, default=100_000)
     p.add_argument("--time-limit", type=float, default=3600.0, help="seconds per child process (default 3600)")
     p.add_argument("--memory-budget", default=None)
-    p.add_argument("--work-dir", default=None, help="BOAT's work_dir (default: the system's temporary folder)")
+    p.add_argument("--work-dir", default=None, help="BOAT's spill_dir (default: the system's temporary folder)")
     p.add_argument("--check-update-rows", type=int, default=10_000_000,
                    help="up to this size, check that the updated tree equals a fresh fit (default 10M)")
     p.add_argument("--contenders", default=",".join(CONTENDERS))

@@ -276,11 +276,11 @@ def _load(url: str, train: str, function: int) -> dict:
     from postgres_server import load_table
 
     from rainforest.datasets import agrawal_table
-    from rainforest.storage.parquet import _expand
+    from rainforest.storage.parquet import expand_paths
 
     out = {}
     t0 = time.perf_counter()
-    table = pa.concat_tables([pq.read_table(f) for f in _expand(train)])
+    table = pa.concat_tables([pq.read_table(f) for f in expand_paths(train)])
     out["read_parquet_seconds"] = time.perf_counter() - t0
     out["rows"] = int(table.num_rows)
     out["arrow_nbytes"] = int(table.nbytes)

@@ -11,13 +11,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from rainforest.base import Classifier
+from rainforest.budget import parse_bytes
 from rainforest.errors import DataError, NotFittedError
-from rainforest.estimators import DecisionTreeClassifier, numba_threads
+from rainforest.constraints import BOAT_PARAMS
+from rainforest.estimators import DecisionTreeClassifier
 from rainforest.grow import GrowParams
-from rainforest.inputs import attribute_kinds, to_source, training_data
-from rainforest.params import ClassifierMixin, ParamsMixin
+from rainforest.inputs import to_source
 from rainforest.profile import ProfileTask
 from rainforest.schema import CATEGORICAL, Attribute, Schema
+from rainforest.threads import numba_threads
+from rainforest.tree_setup import grow_params
 
 from . import coarse as coarse_mod
 from .assemble import nodes_to_tree
@@ -28,7 +32,7 @@ from .sample import SampledProfileTask
 CONCAVE = ("gini", "entropy")
 
 
-class BoatClassifier(ClassifierMixin, ParamsMixin):
+class BoatClassifier(Classifier):
     """BOAT (Gehrke, Ganti, Ramakrishnan, Loh, SIGMOD 1999): the exact decision tree in two passes.
 
     Pass 1 profiles the data (as exact-mode :class:`rainforest.DecisionTreeClassifier` does) and
@@ -53,7 +57,8 @@ class BoatClassifier(ClassifierMixin, ParamsMixin):
     min_samples_leaf : int or float, default=1
         As in :class:`rainforest.DecisionTreeClassifier` (a float is a fraction of the rows).
     sample_size : int, default=100000
-        Rows in the in-memory sample (all rows when fewer).
+        Rows in the in-memory sample (all rows when fewer), drawn in the profiling pass as
+        :class:`rainforest.DecisionTreeClassifier`'s ``sample_size`` is.
     n_bootstrap : int, default=20
         Bootstrap trees; more widen the intervals (fewer failures, more interval rows).
     n_buckets : int, default=256
@@ -65,15 +70,16 @@ class BoatClassifier(ClassifierMixin, ParamsMixin):
     categorical_features : "auto" or list, default="auto"
     memory_budget : int or str, default="1GB"
         Budget of the RainForest growth below the frontier, and the default ``max_family_rows``.
-    work_dir : str or None, default=None
+    spill_dir : str or None, default=None
         Where the work folder (``rainforest-boat-*``) is made; the system's temporary directory when None.
         It holds a copy of the training rows, one Parquet folder per coarse node, kept for
         :meth:`update` until :meth:`close` (or garbage collection, or a failed fit) removes it.
     batch_size : int or None, default=None
         Rows per batch of the two passes (65536 when None); the tree does not depend on it.
     n_jobs : int or None, default=-1
-    random_state : int, default=0
-        Seed of the sample and of the bootstrap draws.
+    random_state : int or None, default=0
+        Seed of the sample and of the bootstrap draws. rainforest is deterministic by default, as
+        every learner (``None`` is 0 here).
     verbose : int, default=0
 
     Attributes
@@ -95,7 +101,7 @@ class BoatClassifier(ClassifierMixin, ParamsMixin):
 
     def __init__(self, *, criterion="gini", max_depth=None, min_samples_split=2, min_samples_leaf=1,
                  sample_size=100_000, n_bootstrap=20, n_buckets=256, max_family_rows=None,
-                 categorical_features="auto", memory_budget="1GB", work_dir=None, batch_size=None, n_jobs=-1,
+                 categorical_features="auto", memory_budget="1GB", spill_dir=None, batch_size=None, n_jobs=-1,
                  random_state=0, verbose=0):
         self.criterion = criterion
         self.max_depth = max_depth
@@ -107,40 +113,32 @@ class BoatClassifier(ClassifierMixin, ParamsMixin):
         self.max_family_rows = max_family_rows
         self.categorical_features = categorical_features
         self.memory_budget = memory_budget
-        self.work_dir = work_dir
+        self.spill_dir = spill_dir
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
     # -- parameters ------------------------------------------------------------------------
-    def _tree_params(self) -> DecisionTreeClassifier:
-        """The equivalent exact-mode tree estimator (its checks, its stopping rules, its model file)."""
-        return DecisionTreeClassifier(criterion=self.criterion, max_bins=None, max_depth=self.max_depth,
-                                      min_samples_split=self.min_samples_split,
-                                      min_samples_leaf=self.min_samples_leaf,
-                                      categorical_features=self.categorical_features,
-                                      memory_budget=self.memory_budget, batch_size=self.batch_size,
-                                      n_jobs=self.n_jobs, random_state=self.random_state)
+    _parameter_constraints = BOAT_PARAMS
+    _fitted_attribute = "tree_"
 
-    def _check_params(self) -> int:
+    def _tree_params(self) -> dict:
+        """The parameters of the equivalent exact-mode tree estimator (its model file)."""
+        return dict(criterion=self.criterion, max_bins=None, max_depth=self.max_depth,
+                    min_samples_split=self.min_samples_split, min_samples_leaf=self.min_samples_leaf,
+                    categorical_features=self.categorical_features, memory_budget=self.memory_budget,
+                    batch_size=self.batch_size, n_jobs=self.n_jobs, random_state=self.random_state)
+
+    def validate_params(self) -> None:
+        """The declared constraints, after the one BOAT adds: a concave impurity."""
         if self.criterion not in CONCAVE:
             raise ValueError(f"BOAT needs a concave impurity (its verification bounds rely on it): criterion must "
                              f"be 'gini' or 'entropy', got {self.criterion!r}")
-        budget = self._tree_params()._check_params()
-        for name, least in (("sample_size", 10), ("n_bootstrap", 1), ("n_buckets", 8)):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= least):
-                raise ValueError(f"{name} must be an integer >= {least}, got {v!r}")
-        if self.max_family_rows is not None and not (isinstance(self.max_family_rows, (int, np.integer))
-                                                     and self.max_family_rows >= 0):
-            raise ValueError(f"max_family_rows must be None or an integer >= 0, got {self.max_family_rows!r}")
-        return budget
+        super().validate_params()
 
     def _grow_params(self, n_rows: int, spill_dir: str) -> GrowParams:
-        p = self._tree_params()._grow_params(n_rows)
-        p.spill_dir = spill_dir
-        return p
+        return grow_params(self, n_rows, spill_dir=spill_dir)
 
     # -- work folder -------------------------------------------------------------------------
     def close(self) -> None:
@@ -158,9 +156,9 @@ class BoatClassifier(ClassifierMixin, ParamsMixin):
         self.close()
 
     def _new_work_folder(self) -> str:
-        if self.work_dir is not None and not os.path.isdir(self.work_dir):
-            raise FileNotFoundError(f"work_dir {self.work_dir!r} is not a folder")
-        return tempfile.mkdtemp(prefix="rainforest-boat-", dir=self.work_dir)
+        if self.spill_dir is not None and not os.path.isdir(self.spill_dir):
+            raise FileNotFoundError(f"spill_dir {self.spill_dir!r} is not a folder")
+        return tempfile.mkdtemp(prefix="rainforest-boat-", dir=self.spill_dir)
 
     @property
     def work_folder_(self) -> str | None:
@@ -177,17 +175,14 @@ class BoatClassifier(ClassifierMixin, ParamsMixin):
         -------
         self
         """
-        budget = self._check_params()
-        data = training_data(X, y, target, None, features)
-        if getattr(data.source, "distributed", False):
-            raise DataError(f"BOAT writes its node files in this process; {data.source.description} is distributed "
-                            f"(use DecisionTreeClassifier, or read the data through a local source)")
-        kinds = attribute_kinds(data.source, data.features, self.categorical_features)
-        self.close()
-        passes_before = data.source.n_passes
-        self._fit_source(data.source, kinds, data.target, budget, None)
-        self.n_passes_ = data.source.n_passes - passes_before
-        self._set_fitted_inputs(self._state["schema"].label.classes, data.features, data.has_names)
+        with self.fitting(X, y, target=target, features=features) as run:
+            source = run.source
+            if getattr(source, "distributed", False):
+                raise DataError(f"BOAT writes its node files in this process; {source.description} is distributed "
+                                f"(use DecisionTreeClassifier, or read the data through a local source)")
+            self.close()
+            self._fit_source(source, run.kinds, run.data.target, parse_bytes(self.memory_budget), None)
+            run.classes = self._state["schema"].label.classes
         return self
 
     def _fit_source(self, source, kinds: dict, target: str, budget: int, file_schema) -> None:
@@ -429,17 +424,10 @@ class BoatClassifier(ClassifierMixin, ParamsMixin):
         self.n_rebuilt_subtrees_ += 1
 
     # -- prediction and persistence (the equivalent exact tree estimator's) -------------------
-    def _check_fitted(self):
-        if not hasattr(self, "tree_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
-
     def _as_tree_estimator(self) -> DecisionTreeClassifier:
         self._check_fitted()
-        est = self._tree_params()
-        est.tree_ = self.tree_
-        est._set_fitted_inputs(self.classes_, list(self.tree_.feature_names), hasattr(self, "feature_names_in_"))
-        est.n_passes_ = self.n_passes_
-        return est
+        return DecisionTreeClassifier.from_tree(self.tree_, has_feature_names=hasattr(self, "feature_names_in_"),
+                                                n_passes=self.n_passes_, **self._tree_params())
 
     def apply(self, X) -> np.ndarray:
         """Index of the leaf each row ends in."""

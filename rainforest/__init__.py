@@ -24,12 +24,30 @@ rainforest.evaluation
     Holdout, random subsampling, k-fold cross-validation, the .632 bootstrap, the paired
     t-test, threshold moving and class resampling, over any source without copying it.
 """
-from .errors import BudgetError, DataError, NotFittedError
-from .bayes import NaiveBayesClassifier
-from .boosting import AdaBoostClassifier
-from .estimators import DecisionTreeClassifier, load, root_avc_group
-from .forest import RandomForestClassifier
-from .tree import Tree
+from importlib import import_module
 
-__all__ = ["DecisionTreeClassifier", "NaiveBayesClassifier", "AdaBoostClassifier", "RandomForestClassifier", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "NotFittedError"]
+from .errors import BudgetError, DataError, ModelError, NotFittedError
+
+# The learners are imported on first use (``rainforest.DecisionTreeClassifier``, ``from rainforest
+# import ...``): importing them compiles nothing but loads Numba, which a program that only reads
+# a saved model's metadata or the version need not pay for.
+_LAZY = {"DecisionTreeClassifier": "estimators", "load": "estimators", "root_avc_group": "estimators",
+         "NaiveBayesClassifier": "bayes", "AdaBoostClassifier": "boosting", "RandomForestClassifier": "forest",
+         "Tree": "tree"}
+
+__all__ = ["DecisionTreeClassifier", "NaiveBayesClassifier", "AdaBoostClassifier", "RandomForestClassifier", "load",
+           "root_avc_group", "Tree", "DataError", "BudgetError", "ModelError",
+           "NotFittedError"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'rainforest' has no attribute {name!r}")
+    value = getattr(import_module(f"rainforest.{_LAZY[name]}"), name)
+    globals()[name] = value  # once: later reads find it without this hook
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

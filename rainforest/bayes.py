@@ -21,10 +21,12 @@ import pyarrow.compute as pc
 
 from .avc import root_avc
 from .dask_predict import lazy_on_dask
-from .errors import DataError, NotFittedError
-from .estimators import write_model, _params_from_json, _plain, numba_threads
-from .inputs import attribute_kinds, feature_tables, training_data
-from .params import ClassifierMixin, ParamsMixin
+from .errors import DataError
+from .base import Classifier
+from .inputs import feature_tables
+from .model_file import params_from_json, plain, register_reader, write_model
+from .constraints import NAIVE_BAYES_PARAMS
+from .model_check import check_document
 from .profile import ProfileTask
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes, check_weight_total,
                      numeric_values, plain_numbers)
@@ -414,7 +416,7 @@ def _dense_codes(v, lo, span, codes):
 
 # -- the estimator --------------------------------------------------------------------------
 @lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
-class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
+class NaiveBayesClassifier(Classifier):
     """Naive Bayes over data of any size, trained in one pass.
 
     Parameters
@@ -478,53 +480,80 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
         self.batch_size = batch_size
         self.n_jobs = n_jobs
 
-    def _check_params(self):
-        if not (isinstance(self.alpha, (int, float)) and self.alpha >= 0):
-            raise ValueError(f"alpha must be a number >= 0, got {self.alpha!r}")
-        if self.numeric not in ("gaussian", "binned"):
-            raise ValueError(f"numeric must be 'gaussian' or 'binned', got {self.numeric!r}")
-        if not self.var_smoothing >= 0:
-            raise ValueError(f"var_smoothing must be >= 0, got {self.var_smoothing!r}")
+    _parameter_constraints = NAIVE_BAYES_PARAMS
+    _fitted_attribute = "classes_"
 
     def fit(self, X, y=None, *, target=None, sample_weight=None, features=None):
         """Count everything in one pass (two with ``numeric="binned"``) and set the model.
 
         Parameters are those of :meth:`DecisionTreeClassifier.fit`.
         """
-        self._check_params()
-        data = training_data(X, y, target, sample_weight, features)
-        kinds = attribute_kinds(data.source, data.features, self.categorical_features)
-        before = data.source.n_passes
-        self._kinds, self._target = kinds, data.target
-        if self.numeric == "binned":
-            self._fit_binned(data, kinds)
-        else:
-            self._set_gaussian_model(self._one_pass(data, kinds))
-        self.n_passes_ = data.source.n_passes - before
-        self._set_inputs()
+        with self.fitting(X, y, target=target, sample_weight=sample_weight, features=features) as run:
+            self._kinds, self._target = run.kinds, run.data.target
+            if self.numeric == "binned":
+                self._fit_binned(run.data, run.kinds)
+            else:
+                self._set_gaussian_model(self._one_pass(run.data, run.kinds))
+            self._set_inputs()
         return self
 
-    def partial_fit(self, X, y=None, *, target=None, sample_weight=None, features=None):
-        """Add a batch of rows to the counts; any split of the data gives the model of one ``fit``."""
-        self._check_params()
+    def partial_fit(self, X, y=None, *, target=None, sample_weight=None, features=None, classes=None):
+        """Add a batch of rows to the counts; any split of the data gives the model of one ``fit``.
+
+        Parameters
+        ----------
+        X, y, target, sample_weight, features
+            As :meth:`fit`.
+        classes : array-like, optional
+            Every class the calls will see (scikit-learn's convention). Classes not in this batch
+            get zero counts, so ``classes_`` holds them all from the first call on; a batch with
+            a class not listed is an error.
+
+        Returns
+        -------
+        self
+        """
         if self.numeric != "gaussian":
             raise ValueError("partial_fit needs numeric='gaussian' (bin edges are fixed by a profiling pass)")
-        data = training_data(X, y, target, sample_weight, features)
-        kinds = attribute_kinds(data.source, data.features, self.categorical_features)
-        counts = self._one_pass(data, kinds)
-        if hasattr(self, "_counts"):
-            if kinds != self._kinds:
-                raise DataError("partial_fit got other feature columns or kinds than before")
-            counts = self._counts.merge(counts)
-        self._kinds, self._target = kinds, data.target
-        self._set_gaussian_model(counts)
-        self._set_inputs()
+        passes = getattr(self, "n_passes_", None) if hasattr(self, "_counts") else None
+        with self.fitting(X, y, target=target, sample_weight=sample_weight, features=features) as run:
+            counts = self._one_pass(run.data, run.kinds)
+            if hasattr(self, "_counts"):
+                if run.kinds != self._kinds:
+                    raise DataError("partial_fit got other feature columns or kinds than before")
+                counts = self._counts.merge(counts)
+            if classes is not None:
+                counts = _with_classes(counts, classes)
+            self._kinds, self._target = run.kinds, run.data.target
+            self._set_gaussian_model(counts)
+            self._set_inputs()
+        if passes is not None:  # the passes of every partial_fit since the model began
+            self.n_passes_ += passes
         return self
+
+    @classmethod
+    def from_counts(cls, counts: BayesCounts, kinds: dict, target: str, **params) -> "NaiveBayesClassifier":
+        """The Gaussian model of ``counts`` (what :class:`BayesPass` counted over the attributes ``kinds``
+        and the label column ``target``), with ``params``: how a learner counted by another pass
+        (boosting's) is built.
+
+        Returns
+        -------
+        NaiveBayesClassifier
+            Fitted; ``n_passes_`` is not set (the passes were someone else's).
+        """
+        est = cls(**params)
+        est._kinds, est._target = dict(kinds), target
+        est._set_gaussian_model(counts)
+        est._set_inputs()
+        return est
 
     def _set_inputs(self):
         """The fitted attributes describing the input columns (all in ``_kinds``, in order)."""
         self.n_features_in_ = len(self._kinds)
         self.feature_names_in_ = np.asarray(list(self._kinds), dtype=object)
+        self.n_classes_ = len(self.classes_)
+        self.n_outputs_ = 1
         self.target_ = self._target
 
     def _one_pass(self, data, kinds) -> BayesCounts:
@@ -587,10 +616,9 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
         task = ProfileTask(kinds, data.target, data.weight, data.source.description, exact=False,
                            max_bins=self.max_bins)
         columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
-        with numba_threads(self.n_jobs):
-            schema = task.schema(data.source.run_pass(task, columns, self.batch_size))
-            n_classes = len(schema.label.classes)
-            avc = root_avc(data.source, schema, self.batch_size)
+        schema = task.schema(data.source.run_pass(task, columns, self.batch_size))  # under fit's threads
+        n_classes = len(schema.label.classes)
+        avc = root_avc(data.source, schema, self.batch_size)
         offsets = schema.slot_offsets()
         first = avc[offsets[0]:offsets[1], :n_classes].sum(axis=0)
         # the AVC-set of each attribute, its missing slot dropped, is its count table
@@ -620,7 +648,7 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
             The file; written to a temporary file in its folder, then renamed over it.
         """
         self._check_fitted()
-        write_model(path, self, getattr(self, "n_passes_", None), naive_bayes=self._model_dict())
+        write_model(path, self, getattr(self, "n_passes_", None), naive_bayes=self.model_dict())
 
     @classmethod
     def from_document(cls, doc: dict, path: str = "<document>") -> NaiveBayesClassifier:
@@ -631,14 +659,14 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
         ValueError
             If ``doc`` holds no valid naive Bayes model (the message names ``path``).
         """
+        check_document(doc, path, cls)
         with reading_model(doc, cls.__name__, path):
-            est = cls(**_params_from_json(doc["params"]))
-            est._set_model_dict(doc["naive_bayes"])
+            est = cls.from_model_dict(doc["naive_bayes"], **params_from_json(doc["params"]))
             if doc.get("n_passes") is not None:  # a model built by partial_fit alone has none
                 est.n_passes_ = int(doc["n_passes"])
         return est
 
-    def _model_dict(self) -> dict:
+    def model_dict(self) -> dict:
         """What prediction and ``partial_fit`` need, as JSON: lists of pairs where a dict would be keyed
         by a class or a value (JSON keys are strings only; the values keep their types)."""
         d = {"format": BAYES_FORMAT, "version": BAYES_VERSION, "target": self._target,
@@ -647,22 +675,29 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
             c = self._counts
             d["counts"] = {
                 "n_rows": int(c.n_rows),
-                "class_weight": [[_plain(k), float(w)] for k, w in c.class_weight.items()],
-                "categories": [[a, [[_plain(k), _plain(v), float(w)] for (k, v), w in cnt.items()]]
+                "class_weight": [[plain(k), float(w)] for k, w in c.class_weight.items()],
+                "categories": [[a, [[plain(k), plain(v), float(w)] for (k, v), w in cnt.items()]]
                                for a, cnt in c.categories.items()],
-                "moments": [[a, [[_plain(k), *_moments_list(m)] for k, m in per_class.items()]]
+                "moments": [[a, [[plain(k), *_moments_list(m)] for k, m in per_class.items()]]
                             for a, per_class in c.moments.items()],
                 "spread": [[a, *_moments_list(m)] for a, m in c.spread.items()]}
             return d
-        d["class_weight"] = [[_plain(k), float(w)] for k, w in zip(self.classes_, self.class_count_)]
+        d["class_weight"] = [[plain(k), float(w)] for k, w in zip(self.classes_, self.class_count_)]
         d["attributes"] = [{"name": a.name, "kind": int(a.kind), "counts": table.tolist(),
-                            "values": [_plain(v) for v in a.categories] if a.kind == CATEGORICAL
+                            "values": [plain(v) for v in a.categories] if a.kind == CATEGORICAL
                             else [float(x) for x in a.cuts]}
                            for a, table in zip(self._schema.attributes, self.category_count_)]
         return d
 
+    @classmethod
+    def from_model_dict(cls, d: dict, **params) -> "NaiveBayesClassifier":
+        """The fitted model of :meth:`model_dict`'s output, with ``params`` (ValueError, KeyError, ...
+        if ``d`` is malformed)."""
+        est = cls(**params)
+        est._set_model_dict(d)
+        return est
+
     def _set_model_dict(self, d: dict) -> None:
-        """Set the fitted model from :meth:`_model_dict`'s output (ValueError, KeyError, ... if malformed)."""
         if d.get("format") != BAYES_FORMAT:
             raise ValueError(f"no naive Bayes model in it (format {d.get('format')!r})")
         if d.get("version") != BAYES_VERSION:
@@ -691,10 +726,6 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
         self._set_inputs()
 
     # -- prediction ------------------------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "classes_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
-
     def _joint_log_likelihood(self, table: pa.Table) -> np.ndarray:
         n = table.num_rows
         jll = np.tile(self.class_log_prior_, (n, 1))
@@ -738,7 +769,9 @@ class NaiveBayesClassifier(ClassifierMixin, ParamsMixin):
         return np.exp(self.predict_log_proba(X))
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+        """The most probable class of each row."""
+        jll = self.predict_joint_log_proba(X)  # checks that the model is fitted before classes_ is read
+        return self.classes_[np.argmax(jll, axis=1)]
 
 
 # -- model files ------------------------------------------------------------------------------
@@ -760,7 +793,7 @@ def _moments_list(m: Moments) -> list:
 
 
 def _counts_from_dict(d: dict) -> BayesCounts:
-    """:class:`BayesCounts` from the ``counts`` part of :meth:`NaiveBayesClassifier._model_dict`."""
+    """:class:`BayesCounts` from the ``counts`` part of :meth:`NaiveBayesClassifier.model_dict`."""
     counts = BayesCounts(n_rows=int(d["n_rows"]))
     counts.class_weight = {k: float(w) for k, w in d["class_weight"]}
     counts.categories = {a: {(k, v): float(w) for k, v, w in cells} for a, cells in d["categories"]}
@@ -768,3 +801,18 @@ def _counts_from_dict(d: dict) -> BayesCounts:
                       for a, per_class in d["moments"]}
     counts.spread = {a: Moments(float(w), float(mean), float(m2)) for a, w, mean, m2 in d["spread"]}
     return counts
+
+
+def _with_classes(counts: BayesCounts, classes) -> BayesCounts:
+    """``counts`` holding every class of ``classes`` (zero weight for those not seen); a class seen
+    but not listed is a DataError."""
+    listed = [plain(c) for c in np.asarray(classes).tolist()]
+    unknown = [c for c in counts.class_weight if c not in listed]
+    if unknown:
+        raise DataError(f"partial_fit saw class {unknown[0]!r}, which is not in classes={listed!r}")
+    for c in listed:
+        counts.class_weight.setdefault(c, 0.0)
+    return counts
+
+
+register_reader("NaiveBayesClassifier", NaiveBayesClassifier.from_document)

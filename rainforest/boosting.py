@@ -24,16 +24,20 @@ import pyarrow as pa
 
 from rainforest.storage import Source
 
+from .base import Classifier
 from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier, reading_model
+from .budget import parse_bytes
 from .dask_predict import lazy_on_dask
-from .errors import DataError, NotFittedError
-from .estimators import (write_model, DecisionTreeClassifier, _jsonable_params, _params_from_json,
-                         _plain, numba_threads)
+from .errors import DataError
+from .estimators import DecisionTreeClassifier
 from .grow import grow_tree
-from .inputs import attribute_kinds, feature_tables, training_data
-from .params import ClassifierMixin, ParamsMixin
+from .inputs import feature_tables
+from .model_file import jsonable_params, params_from_json, plain, register_reader, write_model
+from .constraints import ADABOOST_PARAMS
+from .model_check import check_document
 from .schema import Label, numeric_values
 from .tree import Tree
+from .tree_setup import batch_size_for, grow_params, profile_pass
 
 BOOST_WEIGHT = "__boost_weight__"
 PREVIOUS_WRONG = "__previous_wrong__"
@@ -141,7 +145,7 @@ def _scaled(counts: BayesCounts, s: float) -> BayesCounts:
 
 
 @lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
-class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
+class AdaBoostClassifier(Classifier):
     """AdaBoost with the SAMME rule, for any number of classes, over data of any size.
 
     Parameters
@@ -149,7 +153,10 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
     estimator : DecisionTreeClassifier or NaiveBayesClassifier, default=None
         The weak learner (its parameters are used for every round); ``None`` is a
         stump, ``DecisionTreeClassifier(max_depth=1)``. Naive Bayes must use
-        ``numeric="gaussian"``.
+        ``numeric="gaussian"``. A tree's ``class_weight`` and ``ccp_alpha`` are
+        refused (ValueError naming them): boosting sets the row weights itself,
+        and prunes no round's tree. Its parameters are also reachable as
+        ``estimator__<name>`` (``set_params(estimator__max_depth=3)``).
     n_estimators : int, default=50
         Most rounds; boosting stops early at a perfect learner or one no better
         than chance.
@@ -186,32 +193,45 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
 
+    _parameter_constraints = ADABOOST_PARAMS
+    _fitted_attribute = "estimators_"
+
+    def _base(self):
+        """The weak learner, checked: its kind, its parameters, and none boosting would ignore."""
+        base = DecisionTreeClassifier(max_depth=1) if self.estimator is None else self.estimator
+        if not isinstance(base, (DecisionTreeClassifier, NaiveBayesClassifier)):
+            raise ValueError(f"estimator must be a DecisionTreeClassifier or a NaiveBayesClassifier, got {base!r}")
+        base.validate_params()
+        if isinstance(base, NaiveBayesClassifier) and base.numeric != "gaussian":
+            raise ValueError("boosting naive Bayes needs numeric='gaussian'")
+        if isinstance(base, DecisionTreeClassifier):
+            if base.class_weight is not None:
+                raise ValueError(f"estimator's class_weight={base.class_weight!r} would be ignored: boosting sets "
+                                 f"the row weights itself (weigh the rows with sample_weight instead)")
+            if base.ccp_alpha != 0:
+                raise ValueError(f"estimator's ccp_alpha={base.ccp_alpha!r} would be ignored: boosting does not "
+                                 f"prune its rounds' trees (limit them with max_depth instead)")
+        return base
+
     def fit(self, X, y=None, *, target=None, sample_weight=None, features=None):
         """Boost ``n_estimators`` rounds; parameters as :meth:`DecisionTreeClassifier.fit`."""
-        if not (isinstance(self.n_estimators, int) and self.n_estimators >= 1):
-            raise ValueError(f"n_estimators must be an integer >= 1, got {self.n_estimators!r}")
-        if not (isinstance(self.learning_rate, (int, float)) and self.learning_rate > 0):
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
-        base = DecisionTreeClassifier(max_depth=1) if self.estimator is None else self.estimator
-        data = training_data(X, y, target, sample_weight, features)
-        kinds = attribute_kinds(data.source, data.features, getattr(base, "categorical_features", "auto"))
-        self.estimators_, self.estimator_errors_, self.n_passes_per_round_ = [], [], []
-        self._alphas: list[float] = []
-        before = data.source.n_passes
-        if isinstance(base, DecisionTreeClassifier):
-            self._fit_trees(base, data, kinds)
-        elif isinstance(base, NaiveBayesClassifier):
-            if base.numeric != "gaussian":
-                raise ValueError("boosting naive Bayes needs numeric='gaussian'")
-            self._fit_bayes(base, data, kinds)
-        else:
-            raise ValueError(f"estimator must be a DecisionTreeClassifier or a NaiveBayesClassifier, got {base!r}")
-        self.n_passes_ = data.source.n_passes - before + sum(self.n_passes_per_round_) + self._closing_passes
+        self.validate_params()
+        base = self._base()
+        with self.fitting(X, y, target=target, sample_weight=sample_weight, features=features,
+                          categorical_features=base.categorical_features, n_jobs=base.n_jobs) as run:
+            self.estimators_, self.estimator_errors_, self.n_passes_per_round_ = [], [], []
+            self._alphas: list[float] = []
+            if isinstance(base, DecisionTreeClassifier):
+                self._fit_trees(base, run.data, run.kinds)
+            else:
+                self._fit_bayes(base, run.data, run.kinds)
+            run.extra_passes = sum(self.n_passes_per_round_) + self._closing_passes
+            run.classes = self.classes_
         self.estimator_weights_ = np.array(self._alphas)
         self.estimator_errors_ = np.array(self.estimator_errors_)
-        self.n_features_in_ = len(data.features)
-        self.feature_names_in_ = np.asarray(data.features, dtype=object)
-        self.target_ = data.target
+        # named even when fitted on an array: prediction picks the columns by these names
+        self.feature_names_in_ = np.asarray(run.data.features, dtype=object)
+        self.target_ = run.data.target
         return self
 
     # -- weights as the rows stream by ---------------------------------------------------
@@ -247,7 +267,7 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
         out = []
         for learner in learners:
             if isinstance(learner, NaiveBayesClassifier):
-                out.append(np.argmax(learner._joint_log_likelihood(table), axis=1))
+                out.append(np.argmax(learner.predict_joint_log_proba(table), axis=1))
                 continue
             if encoded is None:
                 encoded = learner.encoder().encode(table.select(learner.feature_names))
@@ -263,38 +283,37 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
 
     # -- trees ------------------------------------------------------------------------------
     def _fit_trees(self, base: DecisionTreeClassifier, data, kinds):
-        budget = base._check_params()
-        batch_size = base._batch_size(budget, len(data.features) + 1)
+        budget = parse_bytes(base.memory_budget)
+        batch_size = batch_size_for(base, budget, len(data.features) + 1)
         columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
-        with numba_threads(base.n_jobs):
-            schema, profile = base._profile(data, kinds, batch_size)
-            self.classes_ = np.asarray(schema.label.classes)
-            k = len(self.classes_)
-            params = base._grow_params(profile.n_rows)
-            boosted_schema = replace(schema, weight=BOOST_WEIGHT, _tables=None)
-            log_norm = 0.0
-            for _ in range(self.n_estimators):
-                source = BoostedSource(base=data.source, needed=columns,
-                                       weigh=self._weigher(schema.label, data.weight, log_norm, False),
-                                       added={BOOST_WEIGHT: pa.float64()})
-                tree, _ = grow_tree(source, boosted_schema, params, budget, batch_size, None, base.verbose,
-                                    profile.n_rows)
-                self.n_passes_per_round_.append(source.n_passes)
-                leaves = tree.is_leaf
-                total = tree.weighted_n_node_samples[0]
-                err = float((tree.value[leaves].sum() - tree.value[leaves].max(axis=1).sum()) / total)
-                alpha = 1.0 if err <= 0 else self._alpha(err, k)
-                if alpha is None:
-                    if not self.estimators_:
-                        raise DataError(f"the first learner is no better than chance (error {err:.3f}); "
-                                        f"boosting cannot start")
-                    break
-                self.estimators_.append(tree)
-                self._alphas.append(alpha)
-                self.estimator_errors_.append(err)
-                if err <= 0:
-                    break
-                log_norm += math.log(total)
+        schema, profile = profile_pass(base, data, kinds, batch_size, base.random_state or 0)
+        self.classes_ = np.asarray(schema.label.classes)
+        k = len(self.classes_)
+        params = grow_params(base, profile.n_rows)
+        boosted_schema = replace(schema, weight=BOOST_WEIGHT, _tables=None)
+        log_norm = 0.0
+        for _ in range(self.n_estimators):
+            source = BoostedSource(base=data.source, needed=columns,
+                                   weigh=self._weigher(schema.label, data.weight, log_norm, False),
+                                   added={BOOST_WEIGHT: pa.float64()})
+            tree, _ = grow_tree(source, boosted_schema, params, budget, batch_size, None, base.verbose,
+                                profile.n_rows)
+            self.n_passes_per_round_.append(source.n_passes)
+            leaves = tree.is_leaf
+            total = tree.weighted_n_node_samples[0]
+            err = float((tree.value[leaves].sum() - tree.value[leaves].max(axis=1).sum()) / total)
+            alpha = 1.0 if err <= 0 else self._alpha(err, k)
+            if alpha is None:
+                if not self.estimators_:
+                    raise DataError(f"the first learner is no better than chance (error {err:.3f}); "
+                                    f"boosting cannot start")
+                break
+            self.estimators_.append(tree)
+            self._alphas.append(alpha)
+            self.estimator_errors_.append(err)
+            if err <= 0:
+                break
+            log_norm += math.log(total)
         self._closing_passes = 0
 
     # -- naive Bayes ---------------------------------------------------------------------------
@@ -333,10 +352,7 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
                 counts = right.merge(_scaled(wrong, math.exp(alpha)))
                 log_norm += math.log(w_right + w_wrong * math.exp(alpha)) - math.log(w_right + w_wrong)
             self.n_passes_per_round_.append(1)
-            learner = NaiveBayesClassifier(**base.get_params())
-            learner._kinds, learner._target = kinds, data.target
-            learner._set_gaussian_model(counts)
-            learner._set_inputs()
+            learner = NaiveBayesClassifier.from_counts(counts, kinds, data.target, **base.get_params(deep=False))
             if label_values is None:
                 label_values = list(learner.classes_)
                 self.classes_ = learner.classes_
@@ -351,15 +367,14 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
         path : str or path-like
             The file; written to a temporary file in its folder, then renamed over it.
         """
-        if not hasattr(self, "estimators_"):
-            raise NotFittedError("this AdaBoostClassifier is not fitted yet; call fit first")
+        self._check_fitted()
         base = self.estimator
-        params = dict(self.get_params(), estimator=None if base is None else
-                      {"estimator": type(base).__name__, "params": _jsonable_params(base.get_params())})
-        learners = [e._model_dict() if isinstance(e, NaiveBayesClassifier) else e.to_dict() for e in self.estimators_]
+        params = dict(self.get_params(deep=False), estimator=None if base is None else
+                      {"estimator": type(base).__name__, "params": jsonable_params(base.get_params(deep=False))})
+        learners = [e.model_dict() if isinstance(e, NaiveBayesClassifier) else e.to_dict() for e in self.estimators_]
         boosting = {"format": BOOSTING_FORMAT, "version": BOOSTING_VERSION, "target": self.target_,
                     "features": [str(f) for f in self.feature_names_in_],
-                    "classes": [_plain(c) for c in self.classes_],
+                    "classes": [plain(c) for c in self.classes_],
                     "learner": "naive_bayes" if isinstance(self.estimators_[0], NaiveBayesClassifier) else "tree",
                     "learners": learners, "weights": [float(a) for a in self.estimator_weights_],
                     "errors": [float(e) for e in self.estimator_errors_],
@@ -375,13 +390,14 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
         ValueError
             If ``doc`` holds no valid boosted model (the message names ``path``).
         """
+        check_document(doc, path, cls)
         with reading_model(doc, cls.__name__, path):
             params = dict(doc["params"])
             base = params.get("estimator")
             if base is not None:
                 if base["estimator"] not in BASE_LEARNERS:
                     raise ValueError(f"unknown base estimator {base['estimator']!r}")
-                base = BASE_LEARNERS[base["estimator"]](**_params_from_json(base["params"]))
+                base = BASE_LEARNERS[base["estimator"]](**params_from_json(base["params"]))
             est = cls(**dict(params, estimator=base))
             b = doc["boosting"]
             if b.get("format") != BOOSTING_FORMAT:
@@ -391,9 +407,8 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
             if b["learner"] == "tree":
                 est.estimators_ = [Tree.from_dict(d) for d in b["learners"]]
             elif b["learner"] == "naive_bayes":
-                est.estimators_ = [NaiveBayesClassifier(**base.get_params()) for _ in b["learners"]]
-                for learner, d in zip(est.estimators_, b["learners"]):
-                    learner._set_model_dict(d)
+                est.estimators_ = [NaiveBayesClassifier.from_model_dict(d, **base.get_params(deep=False))
+                                   for d in b["learners"]]
             else:
                 raise ValueError(f"unknown learner kind {b['learner']!r}")
             est.estimator_weights_ = np.asarray(b["weights"], np.float64)
@@ -401,9 +416,7 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
             est.estimator_errors_ = np.asarray(b["errors"], np.float64)
             if not est.estimators_ or len(est.estimators_) != len(est.estimator_weights_):
                 raise ValueError(f"{len(est.estimators_)} learners but {len(est.estimator_weights_)} weights")
-            est.classes_ = np.asarray(b["classes"])
-            est.feature_names_in_ = np.asarray(b["features"], dtype=object)
-            est.n_features_in_ = len(est.feature_names_in_)
+            est._set_fitted_inputs(b["classes"], list(b["features"]), True)
             est.target_ = b["target"]
             est.n_passes_per_round_ = list(b["n_passes_per_round"])
             est.n_passes_ = doc.get("n_passes")
@@ -411,9 +424,20 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
 
     # -- prediction --------------------------------------------------------------------------
     def decision_function(self, X) -> np.ndarray:
-        """sum_m alpha_m [h_m(x) = k] / sum_m alpha_m for every row and class."""
-        if not hasattr(self, "estimators_"):
-            raise NotFittedError("this AdaBoostClassifier is not fitted yet; call fit first")
+        """The weighted votes, as scikit-learn's SAMME ``decision_function``.
+
+        For every row and class, ``sum_m alpha_m [h_m(x) = k] / sum_m alpha_m``, shape
+        ``(n_rows, n_classes)``; with two classes, one column: the second class's votes minus the
+        first's, shape ``(n_rows,)`` (positive favours ``classes_[1]``, as ``roc_auc`` scoring expects).
+        """
+        votes = self._votes(X)
+        if len(self.classes_) == 2:
+            return votes[:, 1] - votes[:, 0]
+        return votes
+
+    def _votes(self, X) -> np.ndarray:
+        """The normalised weighted votes of every row for every class, shape ``(n_rows, n_classes)``."""
+        self._check_fitted()
         parts = []
         tables = feature_tables(X, list(self.feature_names_in_), strict_names=False)
         for table in tables:
@@ -425,9 +449,13 @@ class AdaBoostClassifier(ClassifierMixin, ParamsMixin):
 
     def predict_proba(self, X) -> np.ndarray:
         """Softmax of the decision function over ``n_classes - 1`` (scikit-learn's SAMME probabilities)."""
-        d = self.decision_function(X) / max(len(self.classes_) - 1, 1)
+        d = self._votes(X) / max(len(self.classes_) - 1, 1)
         e = np.exp(d - d.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        """The class of the largest weighted vote."""
+        return self.classes_[np.argmax(self._votes(X), axis=1)]
+
+
+register_reader("AdaBoostClassifier", AdaBoostClassifier.from_document)

@@ -3,8 +3,10 @@
 Every subcommand streams its data out of core (Parquet files, folders or
 globs), so the data may be larger than memory. Bad input ends in one line
 ``rainforest: error: <message>`` on stderr and exit status 2 (the same status
-argparse uses for usage errors); Ctrl-C ends with status 130. Output files
-(models, predictions) are written atomically: a failed command leaves none
+argparse uses for usage errors); Ctrl-C ends with status 130, SIGTERM and SIGHUP
+with 128 + the signal's number, after the same cleanup. Output files (models,
+predictions, plots, exports) are checked before any work (writable, not a folder,
+not an input however spelled) and written atomically: a failed command leaves none
 behind, half-written or otherwise.
 
 Heavy modules (Numba kernels, pyarrow) are imported by the subcommands, not
@@ -14,13 +16,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import shutil
 import sys
 import tempfile
 import time
 
-from .atomic import check_writable  # light: os and tempfile only
+from dataclasses import dataclass
+
+from .constraints import ADABOOST_PARAMS, BOAT_PARAMS, FOREST_PARAMS, NAIVE_BAYES_PARAMS, TREE_PARAMS  # light
+from .params import Options, parse_option
+from .outputs import check_outputs  # light: os, glob and tempfile only
+from .signals import Terminated, termination_as_interrupt
 
 PROG = "rainforest"
 EXIT_ERROR = 2
@@ -40,45 +48,6 @@ def _int_at_least(least: int):
 
     parse.__name__ = f"integer >= {least}"
     return parse
-
-
-def _count_or_fraction(least: int):
-    """An integer >= ``least`` or a fraction in (0, 1] (as the estimator's min_samples_*)."""
-    def parse(text: str):
-        try:
-            value = int(text)
-        except ValueError:
-            try:
-                value = float(text)
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"expected an integer or a fraction, got {text!r}") from None
-            if not 0.0 < value <= 1.0:
-                raise argparse.ArgumentTypeError(f"a fraction must be in (0, 1], got {text!r}")
-            return value
-        if value < least:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {least} or a fraction in (0, 1], got {text!r}")
-        return value
-
-    parse.__name__ = "count or fraction"
-    return parse
-
-
-def _n_jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-zero integer, got {text!r}") from None
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be a non-zero integer (-1: all cores)")
-    return value
-
-
-def _max_features(text: str):
-    if text in ("sqrt", "log2"):
-        return text
-    if text == "all":
-        return None
-    return _count_or_fraction(1)(text)
 
 
 def _size(text: str) -> str:
@@ -168,57 +137,55 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sql_options(p)
     p.add_argument("--target", required=True, metavar="COL", help="the label column")
     p.add_argument("--model", required=True, metavar="PATH", help="where to write the model (JSON)")
-    p.add_argument("--learner", choices=sorted(LEARNERS), default="tree",
+    p.add_argument("--learner", choices=list(LEARNERS), default="tree",
                    help="tree: one decision tree; forest: a random forest whose trees grow together, one pass "
                         "per level; bayes: naive Bayes in one pass; adaboost: SAMME boosting, one pass per "
                         "round; boat: BOAT, the exact tree (as --exact) in two passes (default: tree)")
-    p.add_argument("--criterion", choices=["gini", "entropy", "gain_ratio"], default="gini",
-                   help="split quality: Gini index (CART), information gain (ID3) or gain ratio (C4.5) "
-                        "(default: gini)")
-    p.add_argument("--categorical-split", choices=["binary", "multiway"], default="binary",
-                   help="categorical attributes split in two subsets, or one branch per category "
-                        "(default: binary)")
-    p.add_argument("--max-depth", type=_int_at_least(1), default=None, metavar="N",
-                   help="maximum depth of the tree (default: grow until the leaves are pure)")
+    opt = _ParamOptions(p)
+    opt.add("--criterion", help="split quality: Gini index (CART), information gain (ID3) or gain ratio (C4.5) "
+                                "(default: gini)")
+    opt.add("--categorical-split", help="categorical attributes split in two subsets, or one branch per category "
+                                        "(default: binary)")
+    opt.add("--max-depth", metavar="N", help="maximum depth of the tree (default: grow until the leaves are pure)")
     bins = p.add_mutually_exclusive_group()
-    bins.add_argument("--max-bins", type=_int_at_least(2), default=255, metavar="N",
-                      help="numeric attributes are cut into at most this many quantile bins, fast "
-                           "(default: 255)")
+    opt.add("--max-bins", metavar="N", group=bins,
+            help="numeric attributes are cut into at most this many quantile bins, fast (default: 255)")
     bins.add_argument("--exact", action="store_true",
                       help="exact split points between adjacent values instead of bins (as CART/C4.5)")
-    p.add_argument("--min-samples-leaf", type=_count_or_fraction(1), default=1, metavar="N",
-                   help="fewest rows in each child of a split; a float is a fraction of the rows "
-                        "(default: 1)")
-    p.add_argument("--min-samples-split", type=_count_or_fraction(2), default=2, metavar="N",
-                   help="fewest rows a node needs to be split; a float is a fraction of the rows "
-                        "(default: 2)")
-    p.add_argument("--memory-budget", type=_size, default="1GB", metavar="SIZE",
-                   help="bound on the memory one pass uses, e.g. 512MB, 2GiB (default: 1GB)")
-    p.add_argument("--algorithm", choices=["hybrid", "write", "vertical", "read"], default="hybrid",
-                   help="hybrid: finish in memory the subtrees whose rows fit a quarter of the budget, "
-                        "spill rows by node when a level needs several reads, count attributes in groups "
-                        "when one node's counts exceed the budget; write: spill and groups only; vertical: "
-                        "groups only; read: one pass over the data per level; the same tree in every case "
-                        "(default: hybrid)")
-    p.add_argument("--spill-dir", default=None, metavar="DIR",
-                   help="where RF-Write makes its temporary spill folder, removed after training "
-                        "(default: the system's temporary directory)")
-    p.add_argument("--batch-size", type=_int_at_least(1), default=None, metavar="N",
-                   help="rows per record batch (default: derived from the memory budget)")
-    p.add_argument("--categorical", nargs="+", metavar="COL", default=None,
-                   help="columns to treat as categorical besides string and boolean ones")
+    opt.add("--min-samples-leaf", metavar="N",
+            help="fewest rows in each child of a split; a float is a fraction of the rows (default: 1)")
+    opt.add("--min-samples-split", metavar="N",
+            help="fewest rows a node needs to be split; a float is a fraction of the rows (default: 2)")
+    opt.add("--memory-budget", metavar="SIZE",
+            help="bound on the memory one pass uses, e.g. 512MB, 2GiB (default: 1GB)")
+    opt.add("--algorithm",
+            help="hybrid: finish in memory the subtrees whose rows fit a quarter of the budget, "
+                 "spill rows by node when a level needs several reads, count attributes in groups "
+                 "when one node's counts exceed the budget; write: spill and groups only; vertical: "
+                 "groups only; read: one pass over the data per level; the same tree in every case "
+                 "(default: hybrid; a forest takes hybrid or read)")
+    opt.add("--spill-dir", metavar="DIR",
+            help="where RF-Write's temporary spill folder (BOAT's work folder) is made, removed after training "
+                 "(default: the system's temporary directory)")
+    opt.add("--batch-size", metavar="N", help="rows per record batch (default: derived from the memory budget)")
+    opt.add("--sample-size", metavar="N",
+            help="rows the profiling pass samples: for the bin edges (tree, forest; default: 200000) or BOAT's "
+                 "bootstrap trees (default: 100000)")
+    opt.add("--random-state", metavar="N",
+            help="seed of the profiling sample, a forest's bootstraps and attribute draws, BOAT's bootstraps "
+                 "(default: 0: rainforest is deterministic by default)")
+    opt.add("--categorical", dest="categorical_features", nargs="+", metavar="COL",
+            help="columns to treat as categorical besides string and boolean ones")
     p.add_argument("--features", nargs="+", metavar="COL", default=None,
                    help="feature columns (default: all but the target and the weight)")
     p.add_argument("--weight", metavar="COL", default=None, help="column of row weights")
-    p.add_argument("--class-weight", choices=["balanced"], default=None,
-                   help="weight classes inversely to their frequency")
-    p.add_argument("--n-jobs", type=_n_jobs, default=-1, metavar="N",
-                   help="threads; -1 uses all cores (default: -1)")
+    opt.add("--class-weight", choices=["balanced"], help="weight classes inversely to their frequency")
+    opt.add("--n-jobs", metavar="N", help="threads; -1 uses all cores (default: -1)")
     _add_scheduler_option(p, "run every pass")
     p.add_argument("-v", "--verbose", action="count", default=0, help="print one line per pass over the data")
     g = p.add_argument_group("pruning (--learner tree; --ccp-alpha also forest)")
-    g.add_argument("--ccp-alpha", type=float, default=None, metavar="A",
-                   help="minimal cost-complexity pruning after growth, as scikit-learn's ccp_alpha (default: 0, none)")
+    opt.add("--ccp-alpha", metavar="A", group=g,
+            help="minimal cost-complexity pruning after growth, as scikit-learn's ccp_alpha (default: 0, none)")
     g.add_argument("--prune", choices=["pessimistic", "reduced-error"], default=None,
                    help="pessimistic: C4.5's error-based pruning (no pass); reduced-error: prune against the "
                         "labelled rows of --validation (one pass over them)")
@@ -227,34 +194,26 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--validation", metavar="DATA", default=None,
                    help="Parquet file, folder or glob with labelled rows for --prune reduced-error")
     g = p.add_argument_group("random forest (--learner forest)")
-    g.add_argument("--n-estimators", type=_int_at_least(1), default=None, metavar="N",
-                   help="trees of the forest (default: 100) or rounds of boosting (default: 50)")
-    g.add_argument("--max-features", type=_max_features, default=None, metavar="F",
-                   help="attributes drawn at each node: sqrt, log2, all, a count or a fraction (default: sqrt)")
+    opt.add("--n-estimators", metavar="N", group=g,
+            help="trees of the forest (default: 100) or rounds of boosting (default: 50)")
+    opt.add("--max-features", metavar="F", group=g,
+            help="attributes drawn at each node: sqrt, log2, all, a count or a fraction (default: sqrt)")
     g.add_argument("--no-bootstrap", action="store_true", help="grow every tree on all the rows")
-    g.add_argument("--max-samples", type=_count_or_fraction(1), default=None, metavar="N",
-                   help="bootstrap sample size per tree, a count or a fraction of the rows (default: all)")
-    g.add_argument("--oob-score", action="store_true", help="also score each row with the trees that did not draw it")
-    g.add_argument("--random-state", type=_int_at_least(0), default=None, metavar="N",
-                   help="seed of the bootstrap and of the attribute draws (default: a random seed, saved in "
-                        "the model)")
+    opt.add("--max-samples", metavar="N", group=g,
+            help="bootstrap sample size per tree, a count or a fraction of the rows (default: all)")
+    opt.add("--oob-score", switch=True, group=g, help="also score each row with the trees that did not draw it")
     g = p.add_argument_group("naive Bayes (--learner bayes; also the base of --learner adaboost --base bayes)")
-    g.add_argument("--numeric", choices=["gaussian", "binned"], default=None,
-                   help="numeric attributes as per-class Gaussians, or cut into --max-bins bins (default: gaussian)")
-    g.add_argument("--alpha", type=float, default=None, metavar="A",
-                   help="Laplace correction added to every category count (default: 1)")
+    opt.add("--numeric", group=g,
+            help="numeric attributes as per-class Gaussians, or cut into --max-bins bins (default: gaussian)")
+    opt.add("--alpha", metavar="A", group=g, help="Laplace correction added to every category count (default: 1)")
     g = p.add_argument_group("BOAT (--learner boat: the exact tree in two passes)")
-    g.add_argument("--sample-size", type=_int_at_least(100), default=None, metavar="N",
-                   help="rows of the in-memory sample whose bootstrap trees guess the upper levels (default: 100000)")
-    g.add_argument("--n-bootstrap", type=_int_at_least(2), default=None, metavar="B",
-                   help="bootstrap trees grown on the sample (default: 20)")
+    opt.add("--n-bootstrap", metavar="B", group=g, help="bootstrap trees grown on the sample (default: 20)")
     g = p.add_argument_group("boosting (--learner adaboost)")
-    g.add_argument("--base", choices=["stump", "tree", "bayes"], default=None,
+    g.add_argument("--base", choices=list(BASES), default=None,
                    help="the boosted learner: a one-split stump, a tree of --max-depth (default 3), or naive Bayes "
                         "(default: stump)")
-    g.add_argument("--learning-rate", type=float, default=None, metavar="R",
-                   help="shrinks each round's weight (default: 1.0)")
-    p.set_defaults(func=cmd_train)
+    opt.add("--learning-rate", metavar="R", group=g, help="shrinks each round's weight (default: 1.0)")
+    p.set_defaults(func=cmd_train, param_options=opt.dests)
 
     # predict
     p = _subparser(
@@ -409,76 +368,126 @@ def cmd_demo(args) -> int:
 
 
 # -- train -----------------------------------------------------------------------------
-# Which options each learner takes beyond the data's (target, features, weight, categorical,
-# batch size, threads, verbose): an option given to a learner that ignores it is an error,
-# not a silent no-op.
+# Each learner's options are its estimator's parameters, as rainforest/constraints.py declares them
+# (how an option's text is read comes from there too), plus the command-line options it takes
+# that are no parameter. An option given to a learner that has no use for it is an error, not a
+# silent no-op.
+@dataclass(frozen=True)
+class Learner:
+    """A ``--learner``: its estimator class (``"module:Class"``, imported when used) and options."""
+
+    estimator: str
+    params: dict  # the estimator's declared parameter constraints
+    options: frozenset = frozenset()  # command-line options that are no parameter
+    fixed: tuple = ()  # (parameter, value) set by the choice itself (a stump's depth)
+    defaults: tuple = ()  # (parameter, value) defaults of the command line that differ from the estimator's
+
+    def make(self, **params):
+        module, name = self.estimator.split(":")
+        return getattr(importlib.import_module(module), name)(**params)
+
+
 LEARNERS = {
-    "tree": {"weight", "criterion", "categorical_split", "max_depth", "max_bins", "exact", "min_samples_leaf",
-             "min_samples_split", "memory_budget", "algorithm", "spill_dir", "class_weight", "ccp_alpha", "prune",
-             "confidence", "validation"},
-    "forest": {"weight", "criterion", "categorical_split", "max_depth", "max_bins", "exact", "min_samples_leaf",
-               "min_samples_split", "memory_budget", "algorithm", "class_weight", "ccp_alpha", "n_estimators",
-               "max_features", "no_bootstrap", "max_samples", "oob_score", "random_state"},
-    "bayes": {"weight", "numeric", "alpha", "max_bins"},
-    "boat": {"criterion", "max_depth", "min_samples_leaf", "min_samples_split", "memory_budget", "sample_size",
-             "n_bootstrap"},
-    "adaboost": {"weight", "n_estimators", "base", "learning_rate", "criterion", "max_depth", "max_bins", "exact",
-                 "memory_budget", "numeric", "alpha"},
+    "tree": Learner("rainforest:DecisionTreeClassifier", TREE_PARAMS,
+                    frozenset({"weight", "exact", "prune", "confidence", "validation"})),
+    "forest": Learner("rainforest:RandomForestClassifier", FOREST_PARAMS,
+                      frozenset({"weight", "exact", "no_bootstrap"})),
+    "bayes": Learner("rainforest:NaiveBayesClassifier", NAIVE_BAYES_PARAMS, frozenset({"weight"})),
+    "adaboost": Learner("rainforest:AdaBoostClassifier", ADABOOST_PARAMS, frozenset({"weight", "base"})),
+    "boat": Learner("rainforest.boat:BoatClassifier", BOAT_PARAMS),
 }
-_DEFAULTS = {"criterion": "gini", "categorical_split": "binary", "max_depth": None, "max_bins": 255, "exact": False,
-             "min_samples_leaf": 1, "min_samples_split": 2, "memory_budget": "1GB", "algorithm": "hybrid",
-             "spill_dir": None, "class_weight": None, "n_estimators": None, "max_features": None,
-             "no_bootstrap": False, "max_samples": None, "oob_score": False, "random_state": None, "numeric": None,
-             "alpha": None, "base": None, "learning_rate": None, "ccp_alpha": None, "prune": None,
-             "confidence": None, "validation": None, "sample_size": None, "n_bootstrap": None, "weight": None}
+#: ``--base`` of ``--learner adaboost``: the weak learner (it takes that learner's options too)
+BASES = {
+    "stump": Learner("rainforest:DecisionTreeClassifier", {k: v for k, v in TREE_PARAMS.items() if k != "max_depth"},
+                     frozenset({"exact"}), fixed=(("max_depth", 1),)),
+    "tree": Learner("rainforest:DecisionTreeClassifier", TREE_PARAMS, frozenset({"exact"}),
+                    defaults=(("max_depth", 3),)),
+    "bayes": Learner("rainforest:NaiveBayesClassifier", NAIVE_BAYES_PARAMS),
+}
+# what each command-line option that is no parameter means for the parameters
+_OPTION_PARAMS = {"exact": ("max_bins", None), "no_bootstrap": ("bootstrap", False)}
+
+
+class _ParamOptions:
+    """Adds ``train``'s options that set an estimator parameter: the option ``--max-depth`` sets
+    ``max_depth``, read by that parameter's declared constraints (those of every learner that has it)."""
+
+    def __init__(self, parser):
+        self.parser = parser
+        self.dests: list[str] = []
+
+    def add(self, option: str, *, dest: str | None = None, group=None, switch: bool = False, **kwargs):
+        dest = dest or option.lstrip("-").replace("-", "_")
+        target = group if group is not None else self.parser
+        # not given: no attribute at all, so the estimator's default holds (and None can be given)
+        if switch:  # a True/False parameter: the option sets True
+            target.add_argument(option, dest=dest, action="store_const", const=True, default=argparse.SUPPRESS,
+                                **kwargs)
+        elif "nargs" in kwargs:  # a list (of columns): the estimator checks it
+            target.add_argument(option, dest=dest, default=argparse.SUPPRESS, **kwargs)
+        else:
+            kwargs.setdefault("choices", _choices(dest))
+            target.add_argument(option, dest=dest, type=_param_type(dest, option), default=argparse.SUPPRESS,
+                                **kwargs)
+        self.dests.append(dest)
+
+
+def _choices(name: str):
+    """The values a parameter takes when every learner declares it as a set of options, else None."""
+    rules = _param_rules(name)
+    if not rules or not all(isinstance(r, Options) for r in rules):
+        return None
+    return list(dict.fromkeys(v for r in rules for v in r.values))
+
+
+def _param_rules(name: str) -> list:
+    """The constraints of parameter ``name`` in every learner (and boosting base) declaring it."""
+    return [entry.params[name] for entry in (*LEARNERS.values(), *BASES.values()) if name in entry.params]
+
+
+def _param_type(name: str, flag: str):
+    def parse(text: str):
+        problems = []
+        for rule in _param_rules(name):
+            try:
+                return parse_option(rule, text)
+            except ValueError as exc:
+                problems.append(str(exc))
+        raise argparse.ArgumentTypeError(problems[0] if problems else f"{flag} takes no value")
+
+    parse.__name__ = name
+    return parse
 
 
 def _learner(args):
     """The estimator ``rainforest train`` fits, from ``--learner`` and its options."""
-    from . import AdaBoostClassifier, DecisionTreeClassifier, NaiveBayesClassifier, RandomForestClassifier
-
-    given = [k for k, default in _DEFAULTS.items() if getattr(args, k) != default]
-    foreign = [k for k in given if k not in LEARNERS[args.learner]]
+    entry = LEARNERS[args.learner]
+    base = BASES[args.base or "stump"] if args.learner == "adaboost" else None
+    given = {d: getattr(args, d) for d in args.param_options if hasattr(args, d)}
+    given.update((o, True) for o in ("exact", "no_bootstrap", "weight", "prune", "confidence", "validation", "base")
+                 if getattr(args, o) not in (None, False))
+    takes = set(entry.params) | entry.options | (set(base.params) | base.options if base else set())
+    foreign = [k for k in given if k not in takes]
     if foreign:
-        raise ValueError(f"--{foreign[0].replace('_', '-')} does not apply to --learner {args.learner}")
-    common = dict(categorical_features=args.categorical if args.categorical else "auto", n_jobs=args.n_jobs)
-    bins = None if args.exact else args.max_bins
-    tree = dict(criterion=args.criterion, max_depth=args.max_depth, max_bins=bins, memory_budget=args.memory_budget,
-                **common)
-    bayes = dict(alpha=1.0 if args.alpha is None else args.alpha, numeric=args.numeric or "gaussian",
-                 max_bins=args.max_bins, **common)
-    if args.batch_size:
-        for d in (tree, bayes):
-            d["batch_size"] = args.batch_size
-    if args.learner == "bayes":
-        return NaiveBayesClassifier(**bayes)
-    if args.learner == "boat":
-        from rainforest.boat import BoatClassifier
+        where = f"--learner {args.learner}" + (f" --base {args.base or 'stump'}" if base else "")
+        option = "--categorical" if foreign[0] == "categorical_features" else f"--{foreign[0].replace('_', '-')}"
+        raise ValueError(f"{option} does not apply to {where}")
+    for option, (param, value) in _OPTION_PARAMS.items():
+        if given.pop(option, None):
+            given[param] = value
+    if args.verbose:
+        given["verbose"] = args.verbose
 
-        return BoatClassifier(criterion=args.criterion, max_depth=args.max_depth,
-                              min_samples_split=args.min_samples_split, min_samples_leaf=args.min_samples_leaf,
-                              sample_size=args.sample_size or 100_000, n_bootstrap=args.n_bootstrap or 20,
-                              memory_budget=args.memory_budget, n_jobs=args.n_jobs, verbose=args.verbose,
-                              **({"batch_size": args.batch_size} if args.batch_size else {}),
-                              categorical_features=common["categorical_features"])
-    if args.learner == "adaboost":
-        base = args.base or "stump"
-        if base == "bayes":
-            estimator = NaiveBayesClassifier(**bayes)
-        else:
-            depth = 1 if base == "stump" else (args.max_depth or 3)
-            estimator = DecisionTreeClassifier(**{**tree, "max_depth": depth})
-        return AdaBoostClassifier(estimator, n_estimators=args.n_estimators or 50,
-                                  learning_rate=1.0 if args.learning_rate is None else args.learning_rate)
-    shared = dict(categorical_split=args.categorical_split, min_samples_split=args.min_samples_split,
-                  min_samples_leaf=args.min_samples_leaf, class_weight=args.class_weight, algorithm=args.algorithm,
-                  ccp_alpha=args.ccp_alpha or 0.0, verbose=args.verbose, **tree)
-    if args.learner == "forest":
-        return RandomForestClassifier(
-            n_estimators=args.n_estimators or 100, max_features=args.max_features or "sqrt",
-            bootstrap=not args.no_bootstrap, max_samples=args.max_samples, oob_score=args.oob_score,
-            random_state=args.random_state, **shared)
-    return DecisionTreeClassifier(spill_dir=args.spill_dir, **shared)
+    def params_of(learner: Learner) -> dict:
+        out = dict(learner.defaults)
+        out.update((k, v) for k, v in given.items() if k in learner.params)
+        out.update(learner.fixed)
+        return out
+
+    if base is None:
+        return entry.make(**params_of(entry))
+    return entry.make(estimator=base.make(**params_of(base)),
+                      **{k: v for k, v in params_of(entry).items() if k != "estimator"})
 
 
 def _summary(clf) -> list[str]:
@@ -501,7 +510,7 @@ def _summary(clf) -> list[str]:
 
 
 def cmd_train(args) -> int:
-    check_writable(args.model, "model")
+    check_outputs({"model": args.model}, [args.data, args.validation])
     clf = _learner(args)
     if (args.prune == "reduced-error") != (args.validation is not None):
         raise ValueError("--prune reduced-error and --validation DATA go together")
@@ -620,8 +629,8 @@ def cmd_predict(args) -> int:
 
     from .atomic import atomic_path
 
+    check_outputs({"output file": args.out}, [args.model, args.data])
     clf = _load(args.model)
-    check_writable(args.out, "output file")
     out = os.path.abspath(args.out)
     classes = clf.classes_
     names = ["prediction"] + ([f"proba_{c}" for c in classes] if args.proba else [])
@@ -660,8 +669,7 @@ def cmd_evaluate(args) -> int:
 
     clf = _load(args.model)
     target = args.target or model_target(clf)
-    if args.roc is not None:
-        check_writable(args.roc, "ROC plot")
+    check_outputs({"ROC plot": args.roc}, [args.model, args.data])
     with _opened(args) as data:  # one pass; on a Dask cluster the workers score their partitions
         pos_label = next((c for c in clf.classes_ if str(c) == args.pos_label), args.pos_label)  # "1" means 1
         ev = evaluate(clf, data, target=target, threshold=args.threshold, pos_label=pos_label)
@@ -757,9 +765,7 @@ def _export(args, clf, trees) -> list[str]:
     if tree is None and wanted != ["onnx"]:
         raise ValueError(f"--{wanted[0]} exports one tree; {args.model!r} holds a {type(clf).__name__}"
                          + (" (choose one with --tree K)" if hasattr(clf, "tree_seeds_") else ""))
-    for a in ("dot", "png", "onnx"):
-        if getattr(args, a) is not None:
-            check_writable(getattr(args, a), f"{a.upper()} file")
+    check_outputs({f"{a.upper()} file": getattr(args, a) for a in ("dot", "png", "onnx")}, [args.model])
     lines = []
     if args.dot is not None:
         from .dot import export_dot
@@ -808,7 +814,11 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with termination_as_interrupt():  # SIGTERM, SIGHUP: the cleanup Ctrl-C gets
+            return args.func(args)
+    except Terminated as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

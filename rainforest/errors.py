@@ -12,3 +12,21 @@ class BudgetError(ValueError):
 
 class NotFittedError(ValueError, AttributeError):
     """The estimator is used before ``fit``."""
+
+
+class ModelError(ValueError):
+    """A model file (or document) that is not a valid rainforest model: the message names the
+    file and the field at fault. A ValueError, so code catching those keeps working.
+
+    Attributes
+    ----------
+    path : str
+        The file (``"<document>"`` or ``"<tree>"`` when not read from a file).
+    field : str
+        The field at fault, as a dotted path such as ``tree.nodes.first_child[3]`` ("" for the whole).
+    """
+
+    def __init__(self, message: str, path: str = "<document>", field: str = ""):
+        super().__init__(message)
+        self.path = path
+        self.field = field

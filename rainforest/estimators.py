@@ -1,57 +1,32 @@
-"""scikit-learn style estimators over sources of any size."""
+"""The decision tree estimator over sources of any size, and the root AVC-group."""
 from __future__ import annotations
 
-import json
-import math
-import os
-from contextlib import contextmanager
-
-import numba
 import numpy as np
 
 from rainforest.storage import SqlSource
 
 from .avc import avc_group, root_avc
+from .base import Classifier
 from .budget import parse_bytes
-from .criteria import CRITERIA
 from .dask_predict import lazy_on_dask
-from .errors import DataError, NotFittedError
-from .grow import GrowParams, grow_tree
+from .errors import DataError
+from .grow import grow_tree
 from .inputs import attribute_kinds, feature_tables, training_data
-from .params import ClassifierMixin, ParamsMixin
+from .constraints import TREE_PARAMS
+from .model_file import json_number, load, params_from_json, register_reader, write_model
+from .model_check import check_document
 from .profile import ProfileTask
-from .pruning import (_check_ccp_alpha, cost_complexity_path, cost_complexity_prune, pessimistic_prune,
-                      reduced_error_prune, validation_counts, validation_errors)
-from .atomic import write_atomic
+from .pruning import (cost_complexity_path, cost_complexity_prune, pessimistic_prune, reduced_error_prune,
+                      validation_counts, validation_errors)
+from .threads import numba_threads
 from .tree import Tree
+from .tree_setup import batch_size_for, class_weights, grow_params, profile_pass
 
-MODEL_FORMAT = "rainforest.model"
-MODEL_VERSION = 1
-
-
-ALGORITHMS = ("hybrid", "write", "vertical", "read")
-
-
-@contextmanager
-def numba_threads(n_jobs):
-    """Run with ``n_jobs`` Numba threads (-1 or None: all cores); results do not depend on it."""
-    cores = numba.config.NUMBA_NUM_THREADS
-    if n_jobs is None or n_jobs == -1:
-        n = cores
-    elif isinstance(n_jobs, (int, np.integer)) and n_jobs != 0:
-        n = max(1, min(cores, n_jobs if n_jobs > 0 else cores + 1 + n_jobs))
-    else:
-        raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
-    old = numba.get_num_threads()
-    numba.set_num_threads(n)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
+__all__ = ["DecisionTreeClassifier", "root_avc_group", "load"]
 
 
 @lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
-class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
+class DecisionTreeClassifier(Classifier):
     """A decision tree grown from AVC-groups, over data of any size.
 
     Each level of the tree costs one pass over the data (more when the level's
@@ -114,13 +89,17 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
     batch_size : int or None, default=None
         Rows per record batch; ``None`` derives it from ``memory_budget``.
         The tree does not depend on it.
-    binning_sample : int, default=200000
-        Rows sampled (uniformly, by a hash of the row number) to place the bin
-        edges of numeric attributes with more than ``max_bins`` distinct values.
+    sample_size : int, default=200000
+        Rows the profiling pass samples (uniformly, by a hash of the row number
+        and ``random_state``) to place the bin edges of numeric attributes with
+        more than ``max_bins`` distinct values. (Every learner names the
+        profiling pass's sample ``sample_size``; BOAT grows its bootstrap trees
+        on it.)
     n_jobs : int or None, default=-1
         Threads for the Numba kernels; -1 or None uses all cores. The tree does not depend on it.
-    random_state : int, default=0
-        Seed of the binning sample.
+    random_state : int or None, default=0
+        Seed of the profiling sample. rainforest is deterministic by default:
+        every learner's ``random_state`` defaults to 0 (``None`` is 0 here).
     verbose : int, default=0
         Print one line per pass when positive.
 
@@ -157,7 +136,7 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
     def __init__(self, *, criterion="gini", categorical_split="binary", max_bins=255, max_depth=None,
                  min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
                  min_impurity_decrease=0.0, class_weight=None, ccp_alpha=0.0, categorical_features="auto",
-                 memory_budget="1GB", algorithm="hybrid", spill_dir=None, batch_size=None, binning_sample=200_000,
+                 memory_budget="1GB", algorithm="hybrid", spill_dir=None, batch_size=None, sample_size=200_000,
                  n_jobs=-1, random_state=0, verbose=0):
         self.criterion = criterion
         self.categorical_split = categorical_split
@@ -174,35 +153,13 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         self.algorithm = algorithm
         self.spill_dir = spill_dir
         self.batch_size = batch_size
-        self.binning_sample = binning_sample
+        self.sample_size = sample_size
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
-    # -- parameters ------------------------------------------------------
-    def _check_params(self) -> int:
-        if self.criterion not in CRITERIA:
-            raise ValueError(f"criterion must be one of {sorted(CRITERIA)}, got {self.criterion!r}")
-        if self.categorical_split not in ("binary", "multiway"):
-            raise ValueError(f"categorical_split must be 'binary' or 'multiway', got {self.categorical_split!r}")
-        if self.max_bins is not None and not (_is_int(self.max_bins) and 2 <= self.max_bins <= 1 << 20):
-            raise ValueError(f"max_bins must be None or an integer from 2 to {1 << 20}, got {self.max_bins!r}")
-        if self.max_depth is not None and not (_is_int(self.max_depth) and self.max_depth >= 1):
-            raise ValueError(f"max_depth must be None or an integer >= 1, got {self.max_depth!r}")
-        _check_count_or_fraction("min_samples_split", self.min_samples_split, 2)
-        _check_count_or_fraction("min_samples_leaf", self.min_samples_leaf, 1)
-        if not 0.0 <= self.min_weight_fraction_leaf <= 0.5:
-            raise ValueError(f"min_weight_fraction_leaf must be in [0, 0.5], got {self.min_weight_fraction_leaf!r}")
-        if not self.min_impurity_decrease >= 0:
-            raise ValueError(f"min_impurity_decrease must be >= 0, got {self.min_impurity_decrease!r}")
-        _check_ccp_alpha(self.ccp_alpha)
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {', '.join(map(repr, ALGORITHMS))}, got {self.algorithm!r}")
-        if self.batch_size is not None and not (_is_int(self.batch_size) and self.batch_size >= 1):
-            raise ValueError(f"batch_size must be None or a positive integer, got {self.batch_size!r}")
-        if not (_is_int(self.binning_sample) and self.binning_sample >= 1000):
-            raise ValueError(f"binning_sample must be an integer >= 1000, got {self.binning_sample!r}")
-        return parse_bytes(self.memory_budget)
+    _parameter_constraints = TREE_PARAMS  # declared in rainforest/constraints.py
+    _fitted_attribute = "tree_"
 
     # -- fitting -------------------------------------------------------------
     def fit(self, X, y=None, *, target=None, sample_weight=None, features=None):
@@ -227,26 +184,24 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         -------
         self
         """
-        budget = self._check_params()
-        data = training_data(X, y, target, sample_weight, features)
-        source = data.source
-        kinds = attribute_kinds(source, data.features, self.categorical_features)
-        passes_before = source.n_passes
-        batch_size = self._batch_size(budget, len(data.features))
-        with numba_threads(self.n_jobs):
-            schema, profile = self._profile(data, kinds, batch_size)
-            class_weight = self._class_weights(schema.label.classes, profile.label_counts, profile.n_rows)
+        with self.fitting(X, y, target=target, sample_weight=sample_weight, features=features) as run:
+            budget = parse_bytes(self.memory_budget)
+            data = run.data
+            batch_size = batch_size_for(self, budget, len(data.features))
+            schema, profile = profile_pass(self, data, run.kinds, batch_size, self.random_state or 0)
+            class_weight = class_weights(self.class_weight, schema.label.classes, profile.label_counts,
+                                         profile.n_rows)
             n_rows = profile.n_rows
             del profile  # its distinct values are the schema's cuts: held once, by the schema, from here on
-            params = self._grow_params(n_rows)
-            tree, stats = grow_tree(source, schema, params, budget, batch_size, class_weight, self.verbose, n_rows)
+            params = grow_params(self, n_rows)
+            tree, stats = grow_tree(data.source, schema, params, budget, batch_size, class_weight, self.verbose,
+                                    n_rows)
+            run.classes = schema.label.classes
         self.tree_ = tree
         self.pruning_ = []
         if self.ccp_alpha > 0:
             self._record_pruning(cost_complexity_prune(tree, self.ccp_alpha), "cost_complexity",
-                                 ccp_alpha=_json_number(self.ccp_alpha))
-        self._set_fitted_inputs(schema.label.classes, data.features, data.has_names)
-        self.n_passes_ = source.n_passes - passes_before
+                                 ccp_alpha=json_number(self.ccp_alpha))
         self.n_passes_per_level_ = stats.passes_per_level
         self.grow_stats_ = stats
         self.n_rows_ = n_rows
@@ -272,7 +227,7 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
             impurity of each subtree), scikit-learn's, also readable as ``path["ccp_alphas"]``;
             and ``n_leaves`` of each subtree.
         """
-        grown = type(self)(**{**self.get_params(), "ccp_alpha": 0.0})
+        grown = type(self)(**{**self.get_params(deep=False), "ccp_alpha": 0.0})
         grown.fit(X, y, target=target, sample_weight=sample_weight, features=features)
         return cost_complexity_path(grown.tree_)
 
@@ -289,7 +244,7 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         """
         self._check_fitted()
         self._record_pruning(cost_complexity_prune(self.tree_, ccp_alpha), "cost_complexity",
-                             ccp_alpha=_json_number(ccp_alpha))
+                             ccp_alpha=json_number(ccp_alpha))
         return self
 
     def prune_pessimistic(self, confidence: float = 0.25):
@@ -355,49 +310,7 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
              "nodes_after": int(pruned.node_count)}]
         self.tree_ = pruned
 
-    def _batch_size(self, budget: int, n_features: int) -> int:
-        row_bytes = 8 * 4 * (n_features + 2)
-        return self.batch_size or int(min(1 << 18, max(1024, budget // 4 // row_bytes)))
-
-    def _profile(self, data, kinds, batch_size):
-        """The profiling pass: the schema (classes, categories, cuts) and what it counted."""
-        task = ProfileTask(kinds, data.target, data.weight, data.source.description, exact=self.max_bins is None,
-                           max_bins=self.max_bins or 0, sample_rows=self.binning_sample,
-                           seed=int(self.random_state or 0))
-        columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
-        profile = data.source.run_pass(task, columns, batch_size)
-        return task.schema(profile), profile
-
-    def _grow_params(self, n_rows: int) -> GrowParams:
-        return GrowParams(criterion=self.criterion, multiway=self.categorical_split == "multiway",
-                          max_depth=self.max_depth,
-                          min_samples_split=_resolve_count(self.min_samples_split, n_rows, 2),
-                          min_samples_leaf=_resolve_count(self.min_samples_leaf, n_rows, 1),
-                          min_weight_fraction_leaf=self.min_weight_fraction_leaf,
-                          min_impurity_decrease=self.min_impurity_decrease, hybrid=self.algorithm == "hybrid",
-                          write=self.algorithm in ("hybrid", "write"), vertical=self.algorithm != "read",
-                          spill_dir=self.spill_dir)
-
-    def _class_weights(self, classes, counts, n_rows):
-        cw = self.class_weight
-        if cw is None:
-            return None
-        if isinstance(cw, str):
-            if cw != "balanced":
-                raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
-            return np.array([n_rows / (len(classes) * counts[c]) for c in classes], dtype=np.float64)
-        if not isinstance(cw, dict):
-            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
-        for k in cw:
-            if k not in counts:
-                raise ValueError(f"class_weight names class {k!r}, which is not in the target")
-        return np.array([float(cw.get(c, 1.0)) for c in classes], dtype=np.float64)
-
     # -- prediction ------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "tree_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
-
     def _leaves(self, X) -> np.ndarray:
         """Leaf of every row of ``X`` (streamed batch by batch for paths and sources)."""
         self._check_fitted()
@@ -484,6 +397,41 @@ class DecisionTreeClassifier(ClassifierMixin, ParamsMixin):
         write_model(path, self, self.n_passes_, has_feature_names=hasattr(self, "feature_names_in_"),
                     tree=self.tree_.to_dict(), pruning=getattr(self, "pruning_", []))
 
+    @classmethod
+    def from_tree(cls, tree: Tree, *, has_feature_names: bool, n_passes=None, pruning=(), **params):
+        """A fitted estimator holding ``tree`` (grown elsewhere: a model file, BOAT), with ``params``.
+
+        Parameters
+        ----------
+        tree : Tree
+        has_feature_names : bool
+            Whether the training data had named columns (sets ``feature_names_in_``).
+        n_passes : int, optional
+            The passes the fit that grew ``tree`` made.
+        pruning : sequence of dict, default=()
+            The prunings applied to it (``pruning_``).
+        **params
+            The estimator's parameters.
+        """
+        est = cls(**params)
+        est.tree_ = tree
+        est._set_fitted_inputs(tree.classes, list(tree.feature_names), has_feature_names)
+        est.n_passes_ = n_passes
+        est.pruning_ = list(pruning)
+        return est
+
+    @classmethod
+    def from_document(cls, doc: dict, path: str = "<document>") -> "DecisionTreeClassifier":
+        """The estimator saved in ``doc`` (a parsed model file whose estimator is this class)."""
+        check_document(doc, path, cls)
+        return cls.from_tree(Tree.from_dict(doc["tree"]), has_feature_names=bool(doc.get("has_feature_names")),
+                             n_passes=doc.get("n_passes"),
+                             pruning=doc.get("pruning", []),  # files written before pruning existed have none
+                             **params_from_json(doc["params"]))
+
+
+register_reader("DecisionTreeClassifier", DecisionTreeClassifier.from_document)
+
 
 def root_avc_group(X, target, *, categorical_features="auto", max_bins=None, features=None):
     """The AVC-group of the root: per attribute, class counts per value, in two passes.
@@ -506,110 +454,3 @@ def root_avc_group(X, target, *, categorical_features="auto", max_bins=None, fea
                        max_bins=max_bins or 0)
     schema = task.schema(data.source.run_pass(task, list(kinds) + [data.target]))
     return avc_group(schema, root_avc(data.source, schema))
-
-
-def load(path):
-    """Load a model written by ``save``.
-
-    Raises
-    ------
-    ValueError
-        If the file is not a rainforest model or has an unknown version (the message names the file).
-    """
-    path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no such model file: {path!r}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path!r} is not a rainforest model (invalid JSON: {exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
-        raise ValueError(f"{path!r} is not a rainforest model")
-    if doc.get("version") != MODEL_VERSION:
-        raise ValueError(f"{path!r} has model format version {doc.get('version')!r}; this build reads {MODEL_VERSION}")
-    if doc.get("estimator") == "RandomForestClassifier":  # the forest reads its own document (rainforest/forest.py)
-        from .forest import RandomForestClassifier
-        return RandomForestClassifier.from_document(doc, path)
-    if doc.get("estimator") == "NaiveBayesClassifier":  # rainforest/bayes.py
-        from .bayes import NaiveBayesClassifier
-        return NaiveBayesClassifier.from_document(doc, path)
-    if doc.get("estimator") == "AdaBoostClassifier":  # rainforest/boosting.py
-        from .boosting import AdaBoostClassifier
-        return AdaBoostClassifier.from_document(doc, path)
-    classes = {"DecisionTreeClassifier": DecisionTreeClassifier}
-    if doc.get("estimator") not in classes:
-        raise ValueError(f"{path!r} holds an unknown estimator {doc.get('estimator')!r}")
-    est = classes[doc["estimator"]](**_params_from_json(doc["params"]))
-    tree = Tree.from_dict(doc["tree"])
-    est.tree_ = tree
-    est.classes_ = np.asarray(tree.classes)
-    est.n_classes_ = len(tree.classes)
-    est.n_outputs_ = 1
-    est.n_features_in_ = tree.n_features
-    if doc.get("has_feature_names"):
-        est.feature_names_in_ = np.asarray(tree.feature_names, dtype=object)
-    est.n_passes_ = doc.get("n_passes")
-    est.pruning_ = list(doc.get("pruning", []))  # files written before pruning existed have none
-    return est
-
-
-def write_model(path, estimator, n_passes, params: dict | None = None, **parts) -> None:
-    """Write the one model file: format, version, the estimator's class, its parameters (default:
-    ``get_params()`` made JSON-able) and passes, then the learner's own ``parts``; atomically."""
-    doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": type(estimator).__name__,
-           "params": _jsonable_params(estimator.get_params()) if params is None else params,
-           "n_passes": n_passes, **parts}
-    write_atomic(path, json.dumps(doc, sort_keys=True, allow_nan=False))
-
-
-def _jsonable_params(params: dict) -> dict:
-    out = dict(params)
-    if "ccp_alpha" in out:  # inf (prune to the root) is legal, and JSON has no infinity
-        out["ccp_alpha"] = _json_number(out["ccp_alpha"])
-    if isinstance(out.get("class_weight"), dict):
-        out["class_weight"] = {"pairs": [[_plain(k), float(v)] for k, v in out["class_weight"].items()]}
-    if isinstance(out.get("categorical_features"), (list, tuple, np.ndarray)):
-        out["categorical_features"] = [_plain(c) for c in out["categorical_features"]]
-    return out
-
-
-def _params_from_json(params: dict) -> dict:
-    out = dict(params)
-    if out.get("ccp_alpha") == "inf":
-        out["ccp_alpha"] = math.inf
-    if isinstance(out.get("class_weight"), dict):
-        out["class_weight"] = {k: v for k, v in out["class_weight"]["pairs"]}
-    return out
-
-
-def _plain(v):
-    return v.item() if isinstance(v, np.generic) else v
-
-
-def _json_number(x):
-    """A number as JSON can hold it: ``"inf"`` for infinity."""
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return x
-    return "inf" if x == math.inf else x
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
-
-def _check_count_or_fraction(name, v, least):
-    if _is_int(v):
-        if v < least:
-            raise ValueError(f"{name} must be an integer >= {least} or a fraction in (0, 1], got {v!r}")
-    elif isinstance(v, float):
-        if not 0.0 < v <= 1.0:
-            raise ValueError(f"{name} must be an integer >= {least} or a fraction in (0, 1], got {v!r}")
-    else:
-        raise ValueError(f"{name} must be an integer or a float, got {v!r}")
-
-
-def _resolve_count(v, n_rows, least) -> int:
-    return int(v) if _is_int(v) else max(least, int(math.ceil(v * n_rows)))

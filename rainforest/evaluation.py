@@ -35,7 +35,7 @@ _SUBSAMPLING_SALT = 0x5B5
 
 def clone(estimator):
     """An unfitted copy of ``estimator`` with the same parameters."""
-    return type(estimator)(**estimator.get_params())
+    return type(estimator)(**estimator.get_params(deep=False))
 
 
 # -- scoring names ------------------------------------------------------------------------------

@@ -46,18 +46,24 @@ import pyarrow as pa
 from .bootstrap import multiplicity, node_features, poisson_thresholds, seed_keys, tree_seeds
 from .criteria import CRITERIA, ENTROPY, GAIN_RATIO, impurity, search_node
 from .dask_predict import lazy_on_dask
-from .errors import BudgetError, DataError, NotFittedError
-from .estimators import (write_model, DecisionTreeClassifier, _is_int, _params_from_json, numba_threads)
+from .errors import BudgetError, DataError
+from .base import Classifier
+from .budget import parse_bytes
+from .constraints import FOREST_PARAMS
 from .grow import EPSILON, GrowParams, PassMeter, _Nodes, _pre_leaf, _split, branch_totals
 from .in_bag import InBagCopies, count_spans, gather_in_bag, in_bag_fraction, partition_spans
-from .inputs import attribute_kinds, feature_tables, training_data
-from .params import ClassifierMixin, ParamsMixin
+from .inputs import feature_tables
+from .model_file import params_from_json, register_reader, write_model
+from .params import is_int
+from .model_check import check_document
 from .profile import quantile_edges
 from .pruning import cost_complexity_prune
 from .rowhash import M32, hash_row, row_hash
 from .rows import encode_rows, slot_dtype, step, to_slots
 from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema
+from .threads import numba_threads
 from .tree import Tree
+from .tree_setup import batch_size_for, class_weights, grow_params, profile_pass
 
 FOREST_FORMAT = "rainforest.forest"
 FOREST_VERSION = 1
@@ -848,7 +854,7 @@ def _pack(job_bytes: np.ndarray, cap: int):
 
 # -- the estimator -------------------------------------------------------------------------------
 @lazy_on_dask  # a Dask DataFrame in, a lazy Dask collection out (rainforest/dask_predict.py)
-class RandomForestClassifier(ClassifierMixin, ParamsMixin):
+class RandomForestClassifier(Classifier):
     """A random forest whose trees grow together: one pass over the data per level for all of them.
 
     Parameters
@@ -884,7 +890,7 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
         Attributes per linear combination (the textbook's ``L``).
     n_combinations : int or None, default=None
         Linear combinations per tree; ``None``: as many as there are numeric attributes.
-    categorical_split, max_bins, categorical_features, memory_budget, batch_size, binning_sample
+    categorical_split, max_bins, categorical_features, memory_budget, batch_size, sample_size
         As :class:`DecisionTreeClassifier`'s. Half of ``memory_budget`` holds the AVC-groups
         of one pass; a level whose AVC-groups over all trees exceed it takes several passes.
     algorithm : {"hybrid", "read"}, default="hybrid"
@@ -894,8 +900,9 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
         Both grow the identical forest.
     n_jobs : int or None, default=-1
         Numba threads (trees are counted in parallel); the forest does not depend on it.
-    random_state : int or None, default=None
-        Seed of the trees' seeds (and of the binning sample); ``None`` draws one (``seed_``).
+    random_state : int or None, default=0
+        Seed of the trees' seeds (and of the profiling sample). rainforest is deterministic by
+        default, as every learner; ``None`` draws a seed (kept as ``seed_``).
     warm_start : bool, default=False
         A later ``fit`` with more ``n_estimators`` grows only the new trees.
     verbose : int, default=0
@@ -938,8 +945,8 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
                  min_weight_fraction_leaf=0.0, max_features="sqrt", min_impurity_decrease=0.0, bootstrap=True,
                  oob_score=False, max_samples=None, class_weight=None, ccp_alpha=0.0, combination=None, n_combined=2,
                  n_combinations=None, categorical_split="binary", max_bins=255, categorical_features="auto",
-                 memory_budget="1GB", algorithm="hybrid", batch_size=None, binning_sample=200_000, n_jobs=-1,
-                 random_state=None, warm_start=False, verbose=0):
+                 memory_budget="1GB", algorithm="hybrid", batch_size=None, sample_size=200_000, n_jobs=-1,
+                 random_state=0, warm_start=False, verbose=0):
         self.n_estimators = n_estimators
         self.criterion = criterion
         self.max_depth = max_depth
@@ -962,56 +969,25 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
         self.memory_budget = memory_budget
         self.algorithm = algorithm
         self.batch_size = batch_size
-        self.binning_sample = binning_sample
+        self.sample_size = sample_size
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.warm_start = warm_start
         self.verbose = verbose
 
     # -- parameters ----------------------------------------------------------------------------
-    def _tree_template(self, seed: int) -> DecisionTreeClassifier:
-        """A tree with the shared parameters: checks them, profiles, resolves counts and weights."""
-        return DecisionTreeClassifier(
-            criterion=self.criterion, categorical_split=self.categorical_split, max_bins=self.max_bins,
-            max_depth=self.max_depth, min_samples_split=self.min_samples_split,
-            min_samples_leaf=self.min_samples_leaf, min_weight_fraction_leaf=self.min_weight_fraction_leaf,
-            min_impurity_decrease=self.min_impurity_decrease, class_weight=self.class_weight,
-            ccp_alpha=self.ccp_alpha, categorical_features=self.categorical_features, memory_budget=self.memory_budget,
-            algorithm="hybrid" if self.algorithm == "hybrid" else "read", batch_size=self.batch_size,
-            binning_sample=self.binning_sample, n_jobs=self.n_jobs, random_state=seed, verbose=self.verbose)
+    _parameter_constraints = FOREST_PARAMS
+    _fitted_attribute = "estimators_"
 
-    def _check_forest_params(self) -> None:
-        if not (_is_int(self.n_estimators) and self.n_estimators >= 1):
-            raise ValueError(f"n_estimators must be an integer >= 1, got {self.n_estimators!r}")
-        mf = self.max_features
-        if not (mf is None or mf in ("sqrt", "log2") or (_is_int(mf) and mf >= 1)
-                or (isinstance(mf, float) and 0.0 < mf <= 1.0)):
-            raise ValueError(f"max_features must be 'sqrt', 'log2', an integer >= 1, a float in (0, 1] or None, "
-                             f"got {mf!r}")
-        for name in ("bootstrap", "oob_score", "warm_start"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+    def _check_combined_params(self) -> None:
+        """The rules that tie parameters together (each one alone is checked by its constraint)."""
         if self.oob_score and not self.bootstrap:
             raise ValueError("oob_score=True needs bootstrap=True: without a bootstrap no row is out of bag")
-        ms = self.max_samples
-        if ms is not None:
-            if not self.bootstrap:
-                raise ValueError("max_samples needs bootstrap=True")
-            if not ((_is_int(ms) and ms >= 1) or (isinstance(ms, float) and 0.0 < ms <= 1.0)):
-                raise ValueError(f"max_samples must be None, an integer >= 1 or a float in (0, 1], got {ms!r}")
-        if isinstance(self.class_weight, str) and self.class_weight == "balanced_subsample":
-            raise ValueError("class_weight='balanced_subsample' is not supported; use 'balanced' or a dict")
-        if self.combination not in (None, "linear"):
-            raise ValueError(f"combination must be None or 'linear' (Forest-RC), got {self.combination!r}")
-        if not (_is_int(self.n_combined) and self.n_combined >= 1):
-            raise ValueError(f"n_combined must be an integer >= 1, got {self.n_combined!r}")
-        if self.n_combinations is not None and not (_is_int(self.n_combinations) and self.n_combinations >= 1):
-            raise ValueError(f"n_combinations must be None or an integer >= 1, got {self.n_combinations!r}")
+        if self.max_samples is not None and not self.bootstrap:
+            raise ValueError("max_samples needs bootstrap=True")
         if self.combination == "linear" and self.max_bins is None:
             raise ValueError("combination='linear' needs binned mode: set max_bins (the combinations are binned "
                              "from the profiling sample)")
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {', '.join(map(repr, ALGORITHMS))}, got {self.algorithm!r}")
 
     def _resolve_max_features(self, n: int) -> int:
         mf = self.max_features
@@ -1021,7 +997,7 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
             return max(1, int(math.sqrt(n)))
         if mf == "log2":
             return max(1, int(math.log2(n)))
-        if _is_int(mf):
+        if is_int(mf):
             return min(int(mf), n)
         return max(1, int(mf * n))
 
@@ -1031,7 +1007,7 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
         ms = self.max_samples
         if ms is None:
             return 1.0
-        if _is_int(ms):
+        if is_int(ms):
             if ms > n_rows:
                 raise ValueError(f"max_samples must be at most the number of rows ({n_rows:,}), got {ms!r}")
             return ms / n_rows
@@ -1058,7 +1034,8 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
         -------
         self
         """
-        self._check_forest_params()
+        self.validate_params()
+        self._check_combined_params()
         warm = self.warm_start and hasattr(self, "estimators_")
         start = len(self.estimators_) if warm else 0
         if warm and self.n_estimators < start:
@@ -1071,24 +1048,19 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
             seed = self.seed_
         elif self.random_state is None:
             seed = int(np.random.SeedSequence().entropy) & M32
-        elif _is_int(self.random_state):
-            seed = int(self.random_state)
         else:
-            raise ValueError(f"random_state must be None or an integer, got {self.random_state!r}")
-        template = self._tree_template(seed)
-        budget = template._check_params()
-        data = training_data(X, y, target, sample_weight, features)
-        source = data.source
-        kinds = attribute_kinds(source, data.features, self.categorical_features)
-        if warm and list(data.features) != list(self.estimators_[0].feature_names[:len(data.features)]):
-            raise DataError("warm_start: the data's feature columns differ from those the forest was grown on")
-        passes_before = source.n_passes
+            seed = int(self.random_state)
+        budget = parse_bytes(self.memory_budget)
         n_new = self.n_estimators - start
-        with numba_threads(self.n_jobs):
-            batch_size = template._batch_size(budget, len(data.features))
-            schema, profile = template._profile(data, kinds, batch_size)
-            class_weight = template._class_weights(schema.label.classes, profile.label_counts, profile.n_rows)
-            params = template._grow_params(profile.n_rows)
+        with self.fitting(X, y, target=target, sample_weight=sample_weight, features=features) as run:
+            data, source = run.data, run.source
+            if warm and list(data.features) != list(self.estimators_[0].feature_names[:len(data.features)]):
+                raise DataError("warm_start: the data's feature columns differ from those the forest was grown on")
+            batch_size = batch_size_for(self, budget, len(data.features))
+            schema, profile = profile_pass(self, data, run.kinds, batch_size, seed)
+            class_weight = class_weights(self.class_weight, schema.label.classes, profile.label_counts,
+                                         profile.n_rows)
+            params = grow_params(self, profile.n_rows, algorithm="hybrid" if self.algorithm == "hybrid" else "read")
             seeds = tree_seeds(seed, start, self.n_estimators)
             combos, per_tree = self._combinations(schema, profile, seeds)
             weighted = schema.weight is not None or class_weight is not None
@@ -1111,29 +1083,27 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
             trees = [self._to_tree(nodes, schema, combos, per_tree, t) for t, nodes in enumerate(grown)]
             if self.ccp_alpha > 0:
                 trees = [cost_complexity_prune(t, self.ccp_alpha) for t in trees]
-        if warm:
-            self.estimators_ = self.estimators_ + trees
-            self.tree_seeds_ = np.concatenate([self.tree_seeds_, seeds])
-            self.combinations_ = self.combinations_ + self._tree_combinations(combos, per_tree, n_new)
-        else:
-            self.estimators_ = trees
-            self.tree_seeds_ = seeds
-            self.combinations_ = self._tree_combinations(combos, per_tree, n_new)
-        self.seed_ = seed
-        self.bootstrap_rate_ = spec.rate
-        self._set_fitted_inputs(schema.label.classes, data.features, data.has_names)
-        self._cache = {}
-        self.n_rows_ = profile.n_rows
-        self.n_passes_per_level_ = grower.stats.passes_per_level
-        self.grow_stats_ = grower.stats
-        if self.oob_score:
-            with numba_threads(self.n_jobs):
+            if warm:
+                self.estimators_ = self.estimators_ + trees
+                self.tree_seeds_ = np.concatenate([self.tree_seeds_, seeds])
+                self.combinations_ = self.combinations_ + self._tree_combinations(combos, per_tree, n_new)
+            else:
+                self.estimators_ = trees
+                self.tree_seeds_ = seeds
+                self.combinations_ = self._tree_combinations(combos, per_tree, n_new)
+            self.seed_ = seed
+            self.bootstrap_rate_ = spec.rate
+            self._set_fitted_inputs(schema.label.classes, data.features, data.has_names)
+            self._cache = {}
+            self.n_rows_ = profile.n_rows
+            self.n_passes_per_level_ = grower.stats.passes_per_level
+            self.grow_stats_ = grower.stats
+            if self.oob_score:
                 self._set_oob(source, schema.label, batch_size)
-        else:
-            for name in ("oob_score_", "oob_decision_function_"):
-                if hasattr(self, name):
-                    delattr(self, name)
-        self.n_passes_ = source.n_passes - passes_before
+            else:
+                for name in ("oob_score_", "oob_decision_function_"):
+                    if hasattr(self, name):
+                        delattr(self, name)
         return self
 
     def _combinations(self, schema: Schema, profile, seeds) -> tuple:
@@ -1197,10 +1167,6 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
         self.oob_score_ = float(np.mean(np.argmax(self.oob_decision_function_, axis=1) == y)) if len(y) else np.nan
 
     # -- prediction ----------------------------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "estimators_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
-
     def _base_names(self) -> list:
         return list(self.estimators_[0].feature_names[:self.n_features_in_])
 
@@ -1303,13 +1269,14 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
     @classmethod
     def from_document(cls, doc: dict, path: str = "<document>") -> "RandomForestClassifier":
         """The estimator saved in ``doc`` (a parsed model file whose estimator is this class)."""
+        check_document(doc, path, cls)
         forest = doc.get("forest")
         if not isinstance(forest, dict) or forest.get("format") != FOREST_FORMAT:
             raise ValueError(f"{path!r} holds no rainforest forest")
         if forest.get("version") != FOREST_VERSION:
             raise ValueError(f"{path!r} has forest format version {forest.get('version')!r}; this build reads "
                              f"{FOREST_VERSION}")
-        est = cls(**_params_from_json(doc["params"]))
+        est = cls(**params_from_json(doc["params"]))
         est.estimators_ = [Tree.from_dict(d) for d in forest["trees"]]
         est.tree_seeds_ = np.asarray(forest["tree_seeds"], np.int64)
         est.seed_ = int(forest["seed"])
@@ -1326,13 +1293,13 @@ class RandomForestClassifier(ClassifierMixin, ParamsMixin):
             est.combinations_.append(Combinations(np.asarray(c["features"], np.int64),
                                                   np.asarray(c["coefficients"], np.float64), cuts))
         tree = est.estimators_[0]
-        est.classes_ = np.asarray(tree.classes)
-        est.n_classes_ = len(tree.classes)
-        est.n_outputs_ = 1
-        if doc.get("has_feature_names"):
-            est.feature_names_in_ = np.asarray(tree.feature_names[:est.n_features_in_], dtype=object)
+        est._set_fitted_inputs(tree.classes, list(tree.feature_names[:est.n_features_in_]),
+                               bool(doc.get("has_feature_names")))
         est.n_passes_ = doc.get("n_passes")
         if "oob_score" in doc:
             est.oob_score_ = doc["oob_score"]
         est._cache = {}
         return est
+
+
+register_reader("RandomForestClassifier", RandomForestClassifier.from_document)

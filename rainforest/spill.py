@@ -4,19 +4,52 @@ When a level's AVC-groups need several passes, the first of them also writes
 every row still growing, as slots (:mod:`rainforest.rows`), to one Parquet
 file per group of nodes counted together; the level's other passes, and the
 next levels, read only the partitions holding their nodes.  The folder is a
-fresh temporary directory, removed when growth ends, fails or is interrupted.
+fresh temporary directory, removed when growth ends, fails or is interrupted (Ctrl-C,
+and SIGTERM or SIGHUP, which raise an interrupt while the folder lives, see
+:mod:`rainforest.signals`).  Its name carries its owner's process id and machine, so a
+folder left by a process killed outright is removed by the next spill made beside it.
 """
 from __future__ import annotations
 
+import contextlib
+import glob
+import hashlib
 import os
 import shutil
+import socket
 import tempfile
 from typing import Iterator
 
 import numpy as np
 import pyarrow.parquet as pq
 
+from .atomic import pid_alive
 from .rows import RowBlock
+from .signals import termination_as_interrupt
+
+PREFIX = "rainforest-spill-"
+
+
+def _host() -> str:
+    """A short tag of this machine: a spill folder shared by several (NFS) is judged only by its own."""
+    return hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def remove_stale(parent: str | None) -> list[str]:
+    """Remove the spill folders in ``parent`` (tempfile's default when None) whose owner process,
+    on this machine, is gone; return them. Folders of other machines and users stay."""
+    parent = tempfile.gettempdir() if parent is None else parent
+    removed = []
+    for root in glob.glob(os.path.join(glob.escape(parent), f"{PREFIX}*-*-*")):
+        pid, host = os.path.basename(root)[len(PREFIX):].split("-")[:2]
+        try:
+            mine = os.stat(root).st_uid == os.getuid()
+        except (OSError, AttributeError):  # gone meanwhile; no uids (Windows)
+            continue
+        if pid.isdigit() and host == _host() and mine and not pid_alive(int(pid)):
+            shutil.rmtree(root, ignore_errors=True)
+            removed.append(root)
+    return removed
 
 
 class Spill:
@@ -31,7 +64,10 @@ class Spill:
     """
 
     def __init__(self, parent: str | None, n_attributes: int):
-        self.root = tempfile.mkdtemp(prefix="rainforest-spill-", dir=parent)
+        remove_stale(parent)
+        self._signals = contextlib.ExitStack()  # closed by remove(): the handlers live as long as the folder
+        self._signals.enter_context(termination_as_interrupt(only_default=True))
+        self.root = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-{_host()}-", dir=parent)
         self.n_attributes = n_attributes
         self.generation = -1
         self.parts: set[int] = set()  # partitions of the current generation
@@ -98,4 +134,5 @@ class Spill:
                 pass
         self._writers = {}
         shutil.rmtree(self.root, ignore_errors=True)
+        self._signals.close()
 

@@ -20,25 +20,36 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from .errors import ModelError
 from .schema import CATEGORICAL, NUMERIC, Attribute, Schema
 
 FORMAT = "rainforest.tree"
 VERSION = 1
 KIND_NAMES = {NUMERIC: "numeric", CATEGORICAL: "categorical"}
-_NODE_ARRAYS = {"feature": np.int32, "threshold": np.float64, "first_child": np.int32, "n_children": np.int32,
+NODE_ARRAYS = {"feature": np.int32, "threshold": np.float64, "first_child": np.int32, "n_children": np.int32,
                 "missing_branch": np.int32, "cat_offset": np.int32, "n_node_samples": np.int64,
                 "weighted_n_node_samples": np.float64, "impurity": np.float64}
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def route_rows(X, feature, threshold, first_child, missing_branch, cat_offset, cat_branch, n_categories):
-    """Index of the leaf (or frontier node) that each row of ``X`` reaches."""
+def route_rows(X, feature, threshold, first_child, missing_branch, cat_offset, cat_branch, n_categories, max_depth):
+    """Index of the leaf (or frontier node) that each row of ``X`` reaches.
+
+    A second guard behind the checks of loaded trees (:mod:`rainforest.tree_check`): a row
+    that needs more than ``max_depth`` steps, or meets an index out of range, gets -1 (so a
+    corrupt tree can neither loop for ever nor read out of bounds).
+    """
     n = X.shape[0]
+    n_nodes = first_child.shape[0]
     out = np.empty(n, np.int64)
     for i in numba.prange(n):
         node = 0
+        steps = 0
         while first_child[node] >= 0:
             f = feature[node]
+            if steps == max_depth or f < 0 or f >= X.shape[1]:
+                node = -1
+                break
             x = X[i, f]
             if x != x:
                 b = missing_branch[node]
@@ -46,12 +57,40 @@ def route_rows(X, feature, threshold, first_child, missing_branch, cat_offset, c
                 code = int(x)
                 if code > n_categories[f] or code < 0:
                     code = n_categories[f]
-                b = cat_branch[cat_offset[node] + code]
+                k = cat_offset[node] + code
+                if k >= cat_branch.shape[0]:
+                    node = -1
+                    break
+                b = cat_branch[k]
             else:
                 b = 0 if x <= threshold[node] else 1
             node = first_child[node] + b
+            steps += 1
+            if node < 0 or node >= n_nodes:
+                node = -1
+                break
         out[i] = node
     return out
+
+
+def node_depths(first_child: np.ndarray, n_children: np.ndarray) -> np.ndarray:
+    """Depth of each node (the root's is 0), level by level; nodes no walk from the root reaches
+    (only in a corrupt tree) keep -1."""
+    n = len(first_child)
+    depth = np.full(n, -1, np.int32)
+    level = np.zeros(1, np.int64)
+    for d in range(n):  # a tree has at most n levels; a cycle cannot keep this going
+        if not len(level):
+            break
+        depth[level] = d
+        inner = level[first_child[level] >= 0]
+        lengths = n_children[inner].astype(np.int64)
+        ends = np.cumsum(lengths)
+        kids = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - lengths, lengths) \
+            + np.repeat(first_child[inner].astype(np.int64), lengths)
+        level = kids[(kids >= 0) & (kids < n)]
+        level = level[depth[level] < 0]
+    return depth
 
 
 @dataclass
@@ -122,11 +161,7 @@ class Tree:
     @property
     def depth(self) -> np.ndarray:
         if self._depth is None:
-            d = np.zeros(self.node_count, np.int32)
-            for i in range(self.node_count):  # parents precede children
-                if self.first_child[i] >= 0:
-                    d[self.first_child[i]:self.first_child[i] + self.n_children[i]] = d[i] + 1
-            self._depth = d
+            self._depth = node_depths(self.first_child, self.n_children)
         return self._depth
 
     @property
@@ -153,11 +188,21 @@ class Tree:
     def routing_arrays(self, threshold=None) -> tuple:
         n_cat = np.array([len(c) if c else 0 for c in self.categories], np.int64)
         return (self.feature, self.threshold if threshold is None else threshold, self.first_child,
-                self.missing_branch, self.cat_offset, self.cat_branch, n_cat)
+                self.missing_branch, self.cat_offset, self.cat_branch, n_cat, self.max_depth)
 
     def apply(self, X: np.ndarray) -> np.ndarray:
-        """Leaf index of each row of an encoded (raw) matrix."""
-        return route_rows(np.ascontiguousarray(X, dtype=np.float64), *self.routing_arrays())
+        """Leaf index of each row of an encoded (raw) matrix.
+
+        Raises
+        ------
+        ModelError
+            If the tree is corrupt (a walk longer than its depth, an index out of range).
+        """
+        leaves = route_rows(np.ascontiguousarray(X, dtype=np.float64), *self.routing_arrays())
+        if len(leaves) and leaves.min() < 0:
+            raise ModelError("the tree is corrupt: a row's walk from the root leaves its nodes or outlasts its depth",
+                             "<tree>")
+        return leaves
 
     def leaf_proba(self) -> np.ndarray:
         tot = self.value.sum(axis=1, keepdims=True)
@@ -321,7 +366,7 @@ class Tree:
                 return "inf" if x > 0 else "-inf"
             return x
 
-        nodes = {k: getattr(self, k).tolist() for k in _NODE_ARRAYS if k != "threshold"}
+        nodes = {k: getattr(self, k).tolist() for k in NODE_ARRAYS if k != "threshold"}
         nodes["threshold"] = [num(t) for t in self.threshold]
         nodes["value"] = self.value.tolist()
         nodes["cat_branch"] = self.cat_branch.tolist()
@@ -332,21 +377,25 @@ class Tree:
                 "nodes": nodes}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Tree":
-        if d.get("format") != FORMAT:
-            raise ValueError(f"not a rainforest tree (format {d.get('format')!r})")
-        if d.get("version") != VERSION:
-            raise ValueError(f"unsupported tree format version {d.get('version')!r}; this build reads {VERSION}")
-        nodes = d["nodes"]
-        arrays = {k: np.asarray(nodes[k], dtype=t) for k, t in _NODE_ARRAYS.items() if k != "threshold"}
-        thr = np.array([np.nan if t is None else float(t) for t in nodes["threshold"]], dtype=np.float64)
-        n_classes = len(d["classes"])
+    def from_dict(cls, d: dict, path: str = "<tree>") -> "Tree":
+        """The tree of a document written by :meth:`to_dict`, checked whole first.
+
+        Raises
+        ------
+        ModelError
+            If anything in ``d`` is malformed (the message names ``path`` and the field).
+        """
+        from .model_fields import At
+        from .tree_check import check_tree
+
+        arrays = check_tree(d, At(path, "tree"))
+        nodes = {k: arrays[k].astype(t) for k, t in NODE_ARRAYS.items()}
         return cls(feature_names=[f["name"] for f in d["features"]],
                    feature_kinds=[f["kind"] for f in d["features"]],
                    categories=[f["categories"] for f in d["features"]],
-                   classes=list(d["classes"]), criterion=d["criterion"], target=d["target"], threshold=thr,
-                   cat_branch=np.asarray(nodes["cat_branch"], dtype=np.int32),
-                   value=np.asarray(nodes["value"], dtype=np.float64).reshape(-1, n_classes), **arrays)
+                   classes=list(d["classes"]), criterion=d["criterion"], target=d["target"],
+                   cat_branch=arrays["cat_branch"].astype(np.int32), value=arrays["value"],
+                   _depth=arrays["depth"], **nodes)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, allow_nan=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import pyarrow as pa
@@ -44,6 +45,9 @@ class Source:
     """
 
     n_passes: int = field(default=0, init=False)
+    # Whether a pass reads the next unit ahead in a thread: worth it where reading costs (files,
+    # servers), not for rows already in memory, where the thread's start is the pass's main cost.
+    reads_ahead = True
 
     # -- to implement -------------------------------------------------
     @property
@@ -83,7 +87,7 @@ class Source:
         self.check_columns(columns)
         self.n_passes += 1
         first = 0
-        batches = (_prefetched(self._batch_groups(list(columns), batch_size)) if prefetch
+        batches = (self._groups_read(list(columns), batch_size) if prefetch
                    else self._batches(list(columns), batch_size))
         for batch in batches:
             if batch.num_rows == 0:
@@ -106,7 +110,12 @@ class Source:
         derived from another one (adding computed columns) counts its own pass and
         delegates here, so that its base runs the task where the rows live.
         """
-        return fold_batches(task, _prefetched(self._batch_groups(list(columns), batch_size)), 0, progress)[0]
+        return fold_batches(task, self._groups_read(list(columns), batch_size), 0, progress)[0]
+
+    def _groups_read(self, columns: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        """The batches of :meth:`_batch_groups`, read ahead by a thread where :attr:`reads_ahead`."""
+        groups = self._batch_groups(columns, batch_size)
+        return _prefetched(groups) if self.reads_ahead else chain.from_iterable(groups)
 
 
 def fold_batches(task: PassTask, batches, first_row: int = 0,

@@ -16,6 +16,7 @@ class TableSource(Source):
 
     table: pa.Table = None
     name: str = "in-memory table"
+    reads_ahead = False  # the rows are in memory: nothing to read ahead
 
     @property
     def schema(self) -> pa.Schema:

@@ -8,24 +8,26 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from .base import Source, SourceError
+from .lazy import lazy_module
+
+ds = lazy_module("pyarrow.dataset")  # imports pandas: only when a Parquet source is read
 
 
 class MissingPathError(SourceError, FileNotFoundError):
     """A path given as data does not exist."""
 
 
-def _expand(path) -> list[str]:
+def expand_paths(path) -> list[str]:
     """Files behind ``path``: a file, a folder (recursively), a glob, or a list of those."""
     if isinstance(path, (list, tuple)):
         if not path:
             raise SourceError("an empty list of Parquet paths was given")
         out: list[str] = []
         for p in path:
-            out.extend(_expand(p))
+            out.extend(expand_paths(p))
         return out
     path = os.fspath(path)
     if any(ch in path for ch in "*?["):
@@ -72,7 +74,7 @@ class ParquetSource(Source):
     _dataset: ds.Dataset = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
-        self.files = _expand(self.path)
+        self.files = expand_paths(self.path)
         base = os.fspath(self.path) if isinstance(self.path, (str, os.PathLike)) and os.path.isdir(
             os.fspath(self.path)) else None
         file_schema = unified_schema(self.files, [_read_schema(f) for f in self.files])
@@ -85,7 +87,7 @@ class ParquetSource(Source):
             self._dataset = ds.dataset(self.files, format="parquet", partitioning=self.partitioning,
                                        partition_base_dir=base, schema=pa.schema(list(file_schema) + keys))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
-            raise SourceError(f"cannot read Parquet data {self.description}: {_first_line(exc)}") from None
+            raise SourceError(f"cannot read Parquet data {self.description}: {first_line(exc)}") from None
 
     @property
     def schema(self) -> pa.Schema:
@@ -145,14 +147,14 @@ class ParquetSource(Source):
                     yield [_conform(batch, columns, keys, schema, fragment.path)]
             reader.close()
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
-            raise SourceError(f"cannot read Parquet file {fragment.path!r}: {_first_line(exc)}") from None
+            raise SourceError(f"cannot read Parquet file {fragment.path!r}: {first_line(exc)}") from None
 
 
 def _read_schema(path: str) -> pa.Schema:
     try:
         return pq.read_schema(path)
     except (pa.ArrowInvalid, OSError) as exc:
-        raise SourceError(f"cannot read Parquet file {path!r}: {_first_line(exc)}") from None
+        raise SourceError(f"cannot read Parquet file {path!r}: {first_line(exc)}") from None
 
 
 def unified_schema(files: Sequence[str], schemas: Sequence[pa.Schema]) -> pa.Schema:
@@ -272,6 +274,7 @@ def _conform(batch: pa.RecordBatch, columns, keys: dict, schema: pa.Schema, path
     return pa.RecordBatch.from_arrays(arrays, names=list(columns))
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (drivers append long context after it)."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__

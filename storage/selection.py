@@ -3,7 +3,7 @@
 Cross-validation folds, holdout splits, bootstrap samples and over/undersampling all choose
 rows (and how often they count) at random.  Here the choice is a function of the row: of the
 hash of its stable identity (the global row number of the source's ordered stream,
-:func:`rainforest.rowhash.row_hash`), and, for stratified splits, of its class and its rank
+:func:`rainforest.storage.rowhash.row_hash`), and, for stratified splits, of its class and its rank
 among its class's rows in that order.  A :class:`RowSelection` wraps any :class:`Source`:
 its passes stream the base's batches, compute the rule's value for every row, drop the rows
 whose value is 0 (``drop_zero``) and may add the value as a column (a weight, a fold number).
@@ -38,10 +38,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rainforest.bootstrap import bootstrap_counts, seed_keys
-from rainforest.rowhash import hash_row, row_hash
-
 from .base import Source, SourceError
+from .poisson import bootstrap_counts
+from .rowhash import HASH_SPAN, hash_row, row_hash, seed_keys
 
 ROW_WEIGHT = "__row_weight__"
 FOLD = "__fold__"
@@ -89,6 +88,10 @@ class RowSelection(Source):
     @property
     def description(self) -> str:
         return f"{self.base.description} ({describe(self.rule)})"
+
+    @property
+    def reads_ahead(self) -> bool:  # read ahead only where the base's reading costs
+        return self.base.reads_ahead
 
     def scan(self, columns, batch_size=65536, prefetch=True):
         self.base.n_passes += 1
@@ -145,7 +148,6 @@ def describe(rule) -> str:
 
 
 # -- rules --------------------------------------------------------------------------------------
-HASH_SPAN = 1 << 63  # row_hash values lie in [0, 2**63)
 
 
 def uniform(rows: np.ndarray, seed: int) -> np.ndarray:
@@ -375,7 +377,7 @@ class ClassRateRule:
 @dataclass(frozen=True)
 class BootstrapRule:
     """A row's multiplicity in the Poisson(1) bootstrap keyed by ``seed`` (the forest's own draw,
-    :func:`rainforest.bootstrap.bootstrap_counts`); ``out_of_bag=True`` gives 1 for the rows drawn
+    :func:`rainforest.storage.poisson.bootstrap_counts`); ``out_of_bag=True`` gives 1 for the rows drawn
     0 times and 0 for the others."""
 
     seed: int = 0

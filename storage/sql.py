@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .base import Source, SourceError
-from .parquet import _expand, _first_line
+from .parquet import expand_paths, first_line
 
 SOURCE_VIEW = "__rainforest_source"
 ROW_ID = "__rainforest_row"
@@ -141,7 +141,7 @@ class SqlSource(Source):
 # -- DuckDB ------------------------------------------------------------------------------------
 
 def _duckdb_error(exc: Exception, what: str) -> SourceError:
-    return SourceError(f"DuckDB cannot read {what}: {_first_line(exc)}")
+    return SourceError(f"DuckDB cannot read {what}: {first_line(exc)}")
 
 
 class DuckDBSource(SqlSource):
@@ -200,15 +200,15 @@ class DuckDBSource(SqlSource):
             try:
                 self._con = duckdb.connect(path, read_only=True)
             except duckdb.Error as exc:
-                raise SourceError(f"cannot open DuckDB database {path!r}: {_first_line(exc)}") from None
+                raise SourceError(f"cannot open DuckDB database {path!r}: {first_line(exc)}") from None
         else:
             self._con = duckdb.connect()
         if parquet is not None:
-            self._files = _expand(parquet)
+            self._files = expand_paths(parquet)
             try:
                 self._file_rows = [pq.read_metadata(f).num_rows for f in self._files]
             except Exception as exc:
-                raise SourceError(f"cannot read Parquet file list {parquet!r}: {_first_line(exc)}") from None
+                raise SourceError(f"cannot read Parquet file list {parquet!r}: {first_line(exc)}") from None
         self._schema = self._read_schema()
         if row_id is not None:
             self.check_columns([row_id])
@@ -294,7 +294,7 @@ class DuckDBSource(SqlSource):
             else:
                 self._con.execute(f"CREATE TABLE {target} AS {sql}")
         except duckdb.Error as exc:
-            raise SourceError(f"cannot write the table {target} from {self.description}: {_first_line(exc)}") from None
+            raise SourceError(f"cannot write the table {target} from {self.description}: {first_line(exc)}") from None
 
     def count_rows(self) -> int:
         return int(self.query_table(f"SELECT count(*) AS n FROM {self._from_sql()}").column(0)[0].as_py())
@@ -370,7 +370,7 @@ class PostgresSource(SqlSource):
         try:
             self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=self.connect_timeout)
         except psycopg.Error as exc:
-            raise SourceError(f"cannot connect to PostgreSQL at {_safe_url(self.url)}: {_first_line(exc)}") from None
+            raise SourceError(f"cannot connect to PostgreSQL at {_safe_url(self.url)}: {first_line(exc)}") from None
         # a serial, unsynchronized scan keeps the row order stable from pass to pass; standard strings
         # (a backslash is a plain character) whatever the server's or the role's default
         self._conn.execute("SET synchronize_seqscans = off")
@@ -410,7 +410,7 @@ class PostgresSource(SqlSource):
         try:
             cur.execute(sql)
         except psycopg.Error as exc:
-            raise SourceError(f"PostgreSQL cannot read {self.description}: {_first_line(exc)}") from None
+            raise SourceError(f"PostgreSQL cannot read {self.description}: {first_line(exc)}") from None
 
     def _from_sql(self) -> str:
         return _qualified(self.table) if self.table is not None else f"({self.query}) AS src"
@@ -429,7 +429,7 @@ class PostgresSource(SqlSource):
         try:
             self._conn.execute(f"CREATE TABLE {target} AS {sql}")
         except psycopg.Error as exc:
-            raise SourceError(f"cannot write the table {target} from {self.description}: {_first_line(exc)}") from None
+            raise SourceError(f"cannot write the table {target} from {self.description}: {first_line(exc)}") from None
 
     def count_rows(self) -> int:
         with self._cursor() as cur:

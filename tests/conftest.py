@@ -57,6 +57,76 @@ def postgres_missing() -> str | None:
     return None
 
 
+# The longest tests outside the postgres and cluster lanes (4 s or more each in a full run on
+# 2 cores), marked ``slow`` here by id, parameters included, so that one list says which they are.
+SLOW = [
+    "test_bayes.py::test_categorical_equals_sklearn[connect_4]",
+    "test_cli.py::test_every_learner_trains_predicts_evaluates_and_inspects[adaboost]",
+    "test_cli.py::test_every_learner_trains_predicts_evaluates_and_inspects[boat]",
+    "test_cli.py::test_every_learner_trains_predicts_evaluates_and_inspects[forest]",
+    "test_cli.py::test_train_predict_evaluate_on_a_duckdb_file",
+    "test_cli.py::test_train_prunes",
+    "test_dask.py::test_an_unreachable_scheduler_is_a_clear_error_in_bounded_time",
+    "test_examples.py::test_example_runs[boat_updates]",
+    "test_examples.py::test_example_runs[duckdb_tree]",
+    "test_examples.py::test_example_runs[evaluate_prune_export]",
+    "test_examples.py::test_example_runs[forest]",
+    "test_examples.py::test_example_runs[parquet_tree]",
+    "test_export.py::test_onnx_forest_adult[exact]",
+    "test_export.py::test_onnx_missing_string_must_not_be_a_category",
+    "test_forest.py::test_accuracy_within_one_point_of_scikit_learn[adult]",
+    "test_forest.py::test_accuracy_within_one_point_of_scikit_learn[connect_4]",
+    "test_forest.py::test_accuracy_within_one_point_of_scikit_learn[letter]",
+    "test_forest.py::test_accuracy_within_one_point_of_scikit_learn[magic]",
+    "test_forest.py::test_forest_rc_beats_a_single_tree",
+    "test_forest.py::test_more_than_256_classes_grow_in_memory_too",
+    "test_forest.py::test_out_of_bag_score_agrees_with_held_out_score[letter]",
+    "test_forest.py::test_out_of_bag_score_agrees_with_held_out_score[magic]",
+    "test_forest.py::test_save_and_load_round_trip",
+    "test_forest.py::test_trees_grown_in_memory_a_chunk_at_a_time_equal_the_forest_grown_by_passes[extra1-8MB]",
+    "test_out_of_core.py::test_hybrid_grows_the_read_tree_in_fewer_passes[None]",
+    "test_out_of_core.py::test_sibling_subtraction_gives_the_counted_tree[multiway]",
+    "test_reference_models.py::test_model_equals_reference[forest_kddcup_multipass]",
+    "test_reference_models.py::test_model_equals_reference[tree_kddcup_exact_vertical]",
+    "test_reference_models.py::test_model_equals_reference[tree_kddcup_write_spill]",
+    "test_scale.py::test_every_algorithm_builds_the_identical_tree[binned]",
+    "test_scale.py::test_every_algorithm_builds_the_identical_tree[exact]",
+    "test_scale.py::test_exact_nodes_from_kept_rows_search_their_own_slots[weighted-multiway]",
+    "test_scale.py::test_hybrid_takes_strictly_fewer_passes_when_deep_nodes_fit",
+    "test_scale.py::test_rows_kept_grouped_by_node_move_down_in_blocks_to_the_read_tree[1]",
+    "test_scale.py::test_spilled_nodes_that_fit_are_loaded_and_counted_in_memory[None-1MB]",
+    "test_scale.py::test_spilled_nodes_that_fit_are_loaded_and_counted_in_memory[balanced-1500KB]",
+    "test_sql.py::test_duckdb_sources_equal_parquet_binned_past_the_sample[16]",
+    "test_sql.py::test_duckdb_sources_equal_parquet_binned_past_the_sample[255]",
+    "test_sql.py::test_duckdb_sources_equal_parquet_exact_with_categories_and_nulls",
+    "test_sql.py::test_duckdb_weights_and_class_weight",
+    "test_sql.py::test_hybrid_on_a_sql_source_keeps_no_rows_and_only_aggregates_come_back",
+    "test_sql.py::test_pushed_down_profile_memory_does_not_grow_with_distinct_values",
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the lanes: ``postgres`` on every test that uses the PostgreSQL server, directly or through
+    another fixture; ``slow`` on the tests of :data:`SLOW`.  The fast lane,
+    ``-m "not slow and not postgres and not cluster"``, leaves them out.  Where whole files were
+    collected, a :data:`SLOW` entry of such a file that names no test is an error: a renamed test
+    must not silently return to the fast lane."""
+    slow = set(SLOW)
+    ids = set()
+    for item in items:
+        if "postgres_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+        test_id = item.nodeid.split("tests/", 1)[-1]
+        ids.add(test_id)
+        if test_id in slow:
+            item.add_marker(pytest.mark.slow)
+    if not any("::" in arg for arg in config.args):  # whole files: every test of theirs was collected
+        files = {i.split("::")[0] for i in ids}
+        missing = sorted(t for t in slow - ids if t.split("::")[0] in files)
+        if missing:
+            raise pytest.UsageError(f"tests/conftest.py SLOW names tests that do not exist: {missing}")
+
+
 @pytest.fixture(scope="session")
 def postgres_url():
     """URL of a PostgreSQL server on 127.0.0.1 started by scripts/postgres_server.py for the whole session.

@@ -170,7 +170,7 @@ def test_new_category_rebuilds_from_the_work_folder():
 
 def test_work_folder_removed_and_model_saved(tmp_path):
     t = agrawal_table(3000, function=1, seed=1)
-    clf = BoatClassifier(work_dir=str(tmp_path), **FAST).fit(t, target="class")
+    clf = BoatClassifier(spill_dir=str(tmp_path), **FAST).fit(t, target="class")
     folder = clf.work_folder_
     assert os.path.isdir(folder) and os.listdir(tmp_path) == [os.path.basename(folder)]
     clf.save(tmp_path / "m.json")
@@ -189,5 +189,5 @@ def test_failed_fit_leaves_no_folder(tmp_path):
     t = agrawal_table(2000, function=1, seed=1)
     src = TableSource(table=t.append_column("bad", pa.array([1.0] * 1999 + [np.inf])))
     with pytest.raises(ValueError, match="bad"):
-        BoatClassifier(work_dir=str(tmp_path), **FAST).fit(src, target="class")
+        BoatClassifier(spill_dir=str(tmp_path), **FAST).fit(src, target="class")
     assert os.listdir(tmp_path) == []

@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from dask_cluster import ClusterError, LoopbackCluster  # noqa: E402
 
 N_FILES = 6
-PARAMS = dict(max_depth=6, max_bins=64, binning_sample=5000)
+PARAMS = dict(max_depth=6, max_bins=64, sample_size=5000)
 # The workers unpickle tasks defined in this folder (dask_faults); rainforest itself comes from the
 # install, with no PYTHONPATH (rainforest.storage cannot be shadowed by a worker's spill folder).
 WORKER_ENV = {"PYTHONPATH": os.pathsep.join(p for p in [str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")] if p),
@@ -144,6 +144,7 @@ def test_local_cluster_builds_the_parquet_tree(data, reference):
         assert _fit(dd.read_parquet(data)).tree_.to_json() == tree
 
 
+@pytest.mark.cluster
 def test_scheduler_and_worker_processes_build_the_parquet_tree(data, reference, cluster):
     tree, passes = reference["read"]
     with DaskSource(data, scheduler=cluster.address) as source:
@@ -158,6 +159,7 @@ def test_scheduler_and_worker_processes_build_the_parquet_tree(data, reference, 
     assert pids == {p.pid for p in cluster.workers}  # the work ran in the processes started here
 
 
+@pytest.mark.cluster
 def test_the_command_line_trains_predicts_and_evaluates_on_the_cluster(data, cluster, tmp_path, capsys):
     """train, predict and evaluate --scheduler: the cluster's workers read DATA; the model is the
     Parquet source's, predictions equal the in-process ones row for row."""
@@ -175,6 +177,7 @@ def test_the_command_line_trains_predicts_and_evaluates_on_the_cluster(data, clu
     assert f"accuracy:   {clf.score(data, target='class'):.6f}" in out
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("kill_in_pass", [3])
 def test_a_worker_killed_in_the_middle_of_a_fit(data, reference, tmp_path, kill_in_pass):
     tree, passes = reference["read"]
@@ -233,6 +236,7 @@ def test_naive_bayes_and_boosting_fit_on_a_dask_dataframe(data):
     assert np.array_equal(ab_dask.predict(data), ab_local.predict(data))
 
 
+@pytest.mark.cluster
 def test_predict_on_a_dask_dataframe_is_lazy(data, cluster):
     clf = _fit(data)
     ddf = dd.read_parquet(data)
@@ -305,6 +309,7 @@ def _local_command(command: list, port: int, data_dir: str, env: dict) -> list:
     return [first.get(out[0], out[0])] + out[1:]
 
 
+@pytest.mark.cluster
 def test_docker_compose_services_do_their_jobs_as_local_processes(tmp_path):
     compose = _compose()
     services = compose["services"]
@@ -367,6 +372,7 @@ def _as_postgres_user() -> list:
     return [runuser, "-u", "postgres", "--"]
 
 
+@pytest.mark.postgres
 def test_docker_compose_postgres_command_serves_sql(tmp_path):
     service = _compose()["services"]["postgres"]
     binaries = {b: shutil.which(b) for b in ("initdb", "postgres", "psql", "pg_isready")}

@@ -100,7 +100,7 @@ def test_folds_are_the_same_on_every_source_and_batch_size(magic, magic_folder):
 
 # -- cross-validation equals the in-memory computation ------------------------------------------------
 @pytest.mark.parametrize("params", [dict(max_depth=6, max_bins=None),  # exact thresholds
-                                    dict(max_depth=6, max_bins=32, binning_sample=1000)])  # binned: sample by row id
+                                    dict(max_depth=6, max_bins=32, sample_size=1000)])  # binned: sample by row id
 def test_cross_validation_on_a_folder_equals_the_in_memory_folds(magic, magic_folder, params):
     k = 4
     cv = cross_validate(DecisionTreeClassifier(**params), magic_folder, target="class", n_folds=k, seed=5,

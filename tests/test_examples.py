@@ -13,7 +13,9 @@ def test_the_examples_are_found():
     assert {p.stem for p in EXAMPLES} >= {"parquet_tree", "duckdb_tree", "dask_tree", "forest", "naive_bayes"}
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+# The Dask example starts a LocalCluster of worker processes.
+@pytest.mark.parametrize("example", [pytest.param(p, marks=pytest.mark.cluster) if p.stem == "dask_tree" else p
+                                     for p in EXAMPLES], ids=lambda p: p.stem)
 def test_example_runs(example, tmp_path):
     r = subprocess.run([sys.executable, str(example)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, f"{example.name} failed:\n{r.stdout}\n{r.stderr}"

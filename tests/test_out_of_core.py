@@ -27,7 +27,7 @@ def agrawal(tmp_path_factory):
 
 @pytest.mark.parametrize("max_bins", [None, 64])
 def test_same_tree_for_any_batch_size_and_file_count(agrawal, max_bins):
-    params = dict(max_bins=max_bins, max_depth=8, binning_sample=5000)
+    params = dict(max_bins=max_bins, max_depth=8, sample_size=5000)
     trees = {
         (files, batch): DecisionTreeClassifier(batch_size=batch, **params).fit(agrawal[files], target="class")
         .tree_.to_json()
@@ -104,7 +104,7 @@ def test_sibling_subtraction_gives_the_counted_tree(categorical_split):
 
 @pytest.mark.parametrize("max_bins", [None, 64])
 def test_hybrid_grows_the_read_tree_in_fewer_passes(agrawal, max_bins):
-    params = dict(max_depth=12, max_bins=max_bins, binning_sample=5000)
+    params = dict(max_depth=12, max_bins=max_bins, sample_size=5000)
     read = DecisionTreeClassifier(algorithm="read", **params).fit(agrawal["fifty"], target="class")
     # the whole data fits the hybrid share: one data pass pulls it in, the rest is in memory
     hybrid = DecisionTreeClassifier(algorithm="hybrid", **params).fit(agrawal["fifty"], target="class")

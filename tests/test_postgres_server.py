@@ -173,6 +173,7 @@ def test_load_table_refuses_what_it_cannot_load(postgres_url):
         assert conn.execute("SELECT to_regclass('nested')").fetchone() == (None,)
 
 
+@pytest.mark.postgres
 def test_stop_removes_the_folder_and_is_idempotent(available):
     server = pg.PostgresServer()
     url = server.start()
@@ -185,6 +186,7 @@ def test_stop_removes_the_folder_and_is_idempotent(available):
     server.stop()  # again: nothing to do
 
 
+@pytest.mark.postgres
 def test_a_server_that_cannot_start_says_why(available):
     server = pg.PostgresServer(settings={"shared_buffers": "lots"}, timeout=20)
     with pytest.raises(pg.PostgresError, match="shared_buffers") as info:
@@ -193,6 +195,7 @@ def test_a_server_that_cannot_start_says_why(available):
     assert not server.folder.exists()
 
 
+@pytest.mark.postgres
 def test_command_line_start_and_stop(available, tmp_path):
     state_file = tmp_path / "state.json"
     cmd = [sys.executable, str(SCRIPT)]

@@ -1,0 +1,133 @@
+"""Small data: the latency of one fit on numeric arrays, next to scikit-learn's, and a cold start.
+
+* **Warm fits**: ``DecisionTreeClassifier(max_depth=D).fit(X, y)`` on in-memory numpy arrays
+  (1,000 rows at depth 3; 20,000 rows at depth 10), the median of many fits in one process after
+  two warm-up fits (the first compiles or loads the Numba kernels), against scikit-learn's
+  ``DecisionTreeClassifier`` on the same arrays in the same run.
+* **Cold start**: a fresh Python process's ``import rainforest`` and its first 1,000-row fit
+  (Numba kernels loaded from the on-disk cache), timed inside that process; the median of a few.
+
+Run::
+
+    python benchmarks/bench_small.py            # writes benchmarks/results/small.md
+
+The figures depend on the machine's load: run it on a quiet machine.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = [(1_000, 3, 200), (20_000, 10, 20)]  # rows, depth, timed fits
+N_FEATURES = 8
+COLD_RUNS = 5
+
+COLD_CHILD = """
+import time
+t0 = time.perf_counter()
+import numpy as np
+import rainforest
+t1 = time.perf_counter()
+rng = np.random.default_rng(0)
+X = rng.normal(size=(1000, {f}))
+y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(np.int64)
+rainforest.DecisionTreeClassifier(max_depth=3).fit(X, y)
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t0)
+"""
+
+
+def data(n_rows: int, seed: int = 0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, N_FEATURES))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] - 0.5 * X[:, 3] > 0).astype(np.int64)
+    return X, y
+
+
+def median_fit(make, X, y, repeats: int) -> float:
+    """Median seconds of ``make().fit(X, y)`` after two untimed fits."""
+    for _ in range(2):
+        make().fit(X, y)
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        make().fit(X, y)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def warm_rows() -> list[dict]:
+    import rainforest
+    from sklearn.tree import DecisionTreeClassifier as SkTree
+
+    rows = []
+    for n, depth, repeats in CASES:
+        X, y = data(n)
+        ours = median_fit(lambda: rainforest.DecisionTreeClassifier(max_depth=depth), X, y, repeats)
+        one_thread = median_fit(lambda: rainforest.DecisionTreeClassifier(max_depth=depth, n_jobs=1), X, y, repeats)
+        theirs = median_fit(lambda: SkTree(max_depth=depth), X, y, repeats)
+        rows.append({"rows": n, "depth": depth, "fits": repeats, "rainforest_ms": 1e3 * ours,
+                     "rainforest_1_thread_ms": 1e3 * one_thread, "sklearn_ms": 1e3 * theirs, "ratio": ours / theirs})
+    return rows
+
+
+def cold_start() -> dict:
+    """Median import and import-plus-first-fit seconds of fresh processes, run outside the repository."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = COLD_CHILD.format(f=N_FEATURES)
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd="/", capture_output=True)  # fills the cache
+    runs = []
+    for _ in range(COLD_RUNS):
+        out = subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd="/", capture_output=True, text=True)
+        runs.append([float(v) for v in out.stdout.split()])
+    return {"import_s": statistics.median(r[0] for r in runs), "import_and_first_fit_s": statistics.median(r[1] for r in runs),
+            "runs": COLD_RUNS}
+
+
+def write(rows: list[dict], cold: dict, load: float, path: Path) -> None:
+    import numba
+    import sklearn
+
+    lines = ["# Small data: fit latency and cold start", "",
+             "Command: `python benchmarks/bench_small.py`", "",
+             f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+             f"{platform.python_version()}, numba {numba.__version__}, scikit-learn {sklearn.__version__}; "
+             f"load average (1 min) at the start {load:.2f}, at the end {os.getloadavg()[0]:.2f}.", "",
+             f"Numeric arrays ({N_FEATURES} float64 features, binary target), in memory; median of the timed fits "
+             "after two warm-up fits. Ratio: rainforest (default threads) over scikit-learn.", "",
+             "| rows | depth | fits | rainforest (ms) | rainforest, n_jobs=1 (ms) | scikit-learn (ms) | ratio |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['rows']:,} | {r['depth']} | {r['fits']} | {r['rainforest_ms']:.2f} "
+                     f"| {r['rainforest_1_thread_ms']:.2f} | {r['sklearn_ms']:.2f} "
+                     f"| {r['ratio']:.2f} |")
+    lines += ["", f"Fresh process (median of {cold['runs']}, Numba cache warm, run outside the repository): "
+              f"`import rainforest` {cold['import_s']:.3f} s; import and first 1,000-row depth-3 fit "
+              f"{cold['import_and_first_fit_s']:.3f} s.", ""]
+    path.write_text("\n".join(lines))
+    path.with_suffix(".json").write_text(json.dumps({"warm": rows, "cold": cold}, indent=1) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "small.md")
+    args = parser.parse_args()
+    load = os.getloadavg()[0]
+    cold = cold_start()
+    rows = warm_rows()
+    write(rows, cold, load, args.out)
+    print(args.out.read_text())
+
+
+if __name__ == "__main__":
+    main()

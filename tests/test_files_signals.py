@@ -1,0 +1,207 @@
+"""Nothing lost, nothing left behind: output paths checked before any work, the umask honoured,
+SIGTERM and SIGHUP cleaning up as Ctrl-C does, stale spill folders and temporaries removed."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from rainforest import DecisionTreeClassifier, cli
+from rainforest.atomic import write_atomic
+from rainforest.spill import PREFIX, Spill, remove_stale
+
+DATA = Path(__file__).resolve().parent / "data"
+BUYS = DATA / "buys_computer.parquet"
+KDD = DATA / "kddcup99_10pct.parquet"
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    shutil.copy(BUYS, tmp_path / "data.parquet")
+    DecisionTreeClassifier().fit(BUYS, target="class").save(tmp_path / "model.json")
+    return tmp_path
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+# -- outputs that are inputs ----------------------------------------------------------------
+@pytest.mark.parametrize("spelling", ["same", "relative", "dotdot", "symlink", "hardlink", "model"])
+def test_predict_out_onto_its_input_is_refused_and_the_input_kept(spelling, workdir, monkeypatch, capsys):
+    monkeypatch.chdir(workdir)
+    (workdir / "sub").mkdir()
+    data, model = str(workdir / "data.parquet"), str(workdir / "model.json")
+    out = {"same": data, "relative": "data.parquet", "dotdot": "sub/../data.parquet",
+           "symlink": "link.parquet", "hardlink": "hard.parquet", "model": "./model.json"}[spelling]
+    if spelling == "symlink":
+        os.symlink(data, workdir / "link.parquet")
+    if spelling == "hardlink":
+        os.link(data, workdir / "hard.parquet")
+    before = {p: Path(p).read_bytes() for p in (data, model)}
+    assert cli.main(["predict", model, data, "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rainforest: error: the output file") and "is the input file" in err and err.count("\n") == 1
+    assert {p: Path(p).read_bytes() for p in before} == before
+
+
+def test_an_output_inside_an_input_folder_is_refused(workdir, capsys):
+    folder = workdir / "rows"
+    folder.mkdir()
+    shutil.copy(BUYS, folder / "a.parquet")
+    assert cli.main(["predict", str(workdir / "model.json"), str(folder), "--out", str(folder / "p.parquet")]) == 2
+    assert "lies inside the input folder" in capsys.readouterr().err
+    assert os.listdir(folder) == ["a.parquet"]
+
+
+def test_two_exports_to_one_file_are_refused(workdir, capsys):
+    dot = str(workdir / "tree.out")
+    assert cli.main(["inspect", str(workdir / "model.json"), "--dot", dot, "--png", dot]) == 2
+    assert "are the same file" in capsys.readouterr().err
+
+
+# -- unwritable targets ---------------------------------------------------------------------------
+def _unwritable_folder(tmp_path) -> Path:
+    """A folder this process cannot create files in (a read-only one; /sys when running as root)."""
+    ro = tmp_path / "readonly"
+    ro.mkdir()
+    ro.chmod(0o555)
+    for folder in (ro, Path("/sys")):
+        try:
+            fd, probe = tempfile.mkstemp(dir=folder)
+        except OSError:
+            return folder
+        os.close(fd)
+        os.unlink(probe)
+    pytest.skip("no folder here refuses new files")
+
+
+def test_an_unwritable_model_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    target = _unwritable_folder(tmp_path) / "model.json"
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(DecisionTreeClassifier, "fit", no_training)
+    assert cli.main(["train", str(BUYS), "--target", "class", "--model", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write the model {str(target)!r}" in err and "not writable" in err
+    assert ".model.json." not in err  # the target, not a temporary file
+
+
+def test_an_unwritable_output_is_refused_before_reading(workdir, tmp_path, capsys):
+    target = _unwritable_folder(tmp_path) / "p.parquet"
+    assert cli.main(["predict", str(workdir / "model.json"), str(workdir / "data.parquet"), "--out", str(target)]) == 2
+    assert f"cannot write the output file {str(target)!r}" in capsys.readouterr().err
+
+
+# -- file modes --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o002])
+def test_outputs_honour_the_umask(umask, workdir):
+    old = os.umask(umask)
+    try:
+        assert cli.main(["train", str(BUYS), "--target", "class", "--model", str(workdir / "m.json")]) == 0
+        assert cli.main(["predict", str(workdir / "m.json"), str(BUYS), "--out", str(workdir / "p.parquet")]) == 0
+        assert cli.main(["inspect", str(workdir / "m.json"), "--dot", str(workdir / "t.dot")]) == 0
+        write_atomic(workdir / "x.txt", "text")
+    finally:
+        os.umask(old)
+    for name in ("m.json", "p.parquet", "t.dot", "x.txt"):
+        assert stat.S_IMODE(os.stat(workdir / name).st_mode) == 0o666 & ~umask, name
+
+
+# -- leftovers of processes killed outright -------------------------------------------------------------
+def test_stale_spill_folders_are_removed_and_live_ones_kept(tmp_path):
+    from rainforest.spill import _host
+
+    dead = tmp_path / f"{PREFIX}{_dead_pid()}-{_host()}-abcd"
+    live = tmp_path / f"{PREFIX}{os.getpid()}-{_host()}-efgh"
+    elsewhere = tmp_path / f"{PREFIX}{_dead_pid()}-0000beef-ijkl"  # another machine's: not judged here
+    for folder in (dead, live, elsewhere):
+        (folder / "gen-0").mkdir(parents=True)
+    spill = Spill(str(tmp_path), 3)
+    try:
+        assert not dead.exists() and live.exists() and elsewhere.exists()
+        assert os.path.basename(spill.root).startswith(f"{PREFIX}{os.getpid()}-")  # its owner's pid
+    finally:
+        spill.remove()
+    assert not os.path.exists(spill.root)
+    assert remove_stale(str(tmp_path)) == []
+
+
+def test_stale_temporary_outputs_are_removed(tmp_path):
+    stale = tmp_path / f".model.json.{_dead_pid()}-x1y2z3.tmp"
+    stale.write_text("")
+    mine = tmp_path / f".model.json.{os.getpid()}-a1b2c3.tmp"  # a write under way in this process
+    mine.write_text("")
+    write_atomic(tmp_path / "model.json", "{}")
+    assert sorted(os.listdir(tmp_path)) == sorted(["model.json", mine.name])
+
+
+# -- signals ----------------------------------------------------------------------------------------------
+def _spill_then_signal(cmd: list, spill: Path, signum: int) -> subprocess.CompletedProcess:
+    """Run ``cmd`` until its spill folder appears, send ``signum``, and wait for it to end."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not any(p.name.startswith(PREFIX) for p in spill.iterdir()):
+        assert proc.poll() is None, f"ended before spilling: {proc.communicate()[1][-2000:]}"
+        assert time.monotonic() < deadline, "no spill folder in 300 s"
+        time.sleep(0.05)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+SPILLING = ["--algorithm", "write", "--memory-budget", "2MB", "--max-depth", "30"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_a_spilling_fit_leaves_nothing_behind(signum, tmp_path):
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    model = tmp_path / "model.json"
+    r = _spill_then_signal([sys.executable, "-m", "rainforest", "train", str(KDD), "--target", "class",
+                            "--model", str(model), "--spill-dir", str(spill), *SPILLING], spill, signum)
+    assert r.returncode == 128 + signum, r.stderr[-2000:]
+    assert r.stderr.strip() == f"rainforest: ended by signal {signal.Signals(signum).name}"
+    assert list(spill.iterdir()) == [] and os.listdir(tmp_path) == ["spill"]  # no model, no temporary
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_spilling_fit_through_the_api_removes_the_folder(tmp_path):
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    code = ("import sys; from rainforest import DecisionTreeClassifier\n"
+            "DecisionTreeClassifier(algorithm='write', memory_budget='2MB', max_depth=30, spill_dir=sys.argv[2])"
+            ".fit(sys.argv[1], target='class')")
+    r = _spill_then_signal([sys.executable, "-c", code, str(KDD), str(spill)], spill, signal.SIGTERM)
+    assert r.returncode != 0 and "Terminated" in r.stderr  # ended by the interrupt the signal became
+    assert list(spill.iterdir()) == []
+
+
+# -- corrupt models through the command line -------------------------------------------------------------
+@pytest.mark.parametrize("command", ["inspect", "predict"])
+def test_a_corrupt_model_is_one_error_line_and_exit_2(command, workdir, capsys):
+    doc = json.loads((workdir / "model.json").read_text())
+    doc["tree"]["nodes"]["first_child"][0] = len(doc["tree"]["nodes"]["feature"])  # one past the last node
+    (workdir / "bad.json").write_text(json.dumps(doc))
+    args = [command, str(workdir / "bad.json")]
+    if command == "predict":
+        args += [str(workdir / "data.parquet"), "--out", str(workdir / "p.parquet")]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rainforest: error: ") and err.count("\n") == 1
+    assert "bad.json" in err and "tree.nodes.first_child[0]" in err
+    assert not (workdir / "p.parquet").exists()
