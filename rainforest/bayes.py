@@ -102,6 +102,11 @@ class BayesPass:
         return BayesCounts()
 
     def update(self, state: BayesCounts, batch: pa.RecordBatch, first_row: int) -> BayesCounts:
+        if self.weight:
+            self._check_weights(numeric_values(batch.column(self.weight)), first_row)
+            # rows of weight 0 count as absent (scikit-learn's sample-weight equivalence): not in the
+            # classes, the categories, nor the column's spread
+            batch = batch.filter(pc.not_equal(batch.column(self.weight), 0))
         y = category_values(batch.column(self.target))
         if y.null_count:
             raise DataError(f"the target column {self.target!r} of {self.where} has null values")
@@ -112,10 +117,6 @@ class BayesPass:
         w = None  # unit weights
         if self.weight:
             w = numeric_values(batch.column(self.weight))
-            bad = ~np.isfinite(w) | (w < 0)
-            if bad.any():
-                raise DataError(f"the weight column {self.weight!r} of {self.where} has a bad value "
-                                f"{w[bad][0]!r} at row {first_row + int(np.argmax(bad))}")
         state.n_rows += len(codes)
         for c, wc in zip(labels, rows if w is None else np.bincount(codes, weights=w, minlength=k)):
             state.class_weight[c] = state.class_weight.get(c, 0.0) + float(wc)
@@ -126,6 +127,12 @@ class BayesPass:
         if numeric:
             self._moments(state, numeric, batch, codes, labels, rows.astype(np.float64), w, first_row)
         return state
+
+    def _check_weights(self, w: np.ndarray, first_row: int) -> None:
+        bad = ~np.isfinite(w) | (w < 0)
+        if bad.any():
+            raise DataError(f"the weight column {self.weight!r} of {self.where} has a bad value "
+                            f"{w[bad][0]!r} at row {first_row + int(np.argmax(bad))}")
 
     def _count_categories(self, state, name, values, y, w):
         if w is None:
@@ -553,11 +560,11 @@ class NaiveBayesClassifier(Classifier):
         task = BayesPass(kinds, data.target, data.weight, data.source.description)
         columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
         counts = data.source.run_pass(task, columns, self.batch_size)
+        check_weight_total(sum(counts.class_weight.values()), data.weight, data.source.description)
         if counts.n_rows == 0:
             raise DataError(f"{data.source.description} has no rows")
         check_classes(counts.class_weight, data.target, data.source.description)
         counts.check_columns(kinds, data.source.description)
-        check_weight_total(sum(counts.class_weight.values()), data.weight, data.source.description)
         return counts
 
     # -- turning counts into the model -------------------------------------------------

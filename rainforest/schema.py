@@ -238,6 +238,9 @@ class Schema:
         out = np.empty((n, len(self.attributes)), dtype=np.float64, order="F")  # kernels walk columns
         for j, a in enumerate(self.attributes):
             col = batch.column(a.name)
+            if pa.types.is_null(col.type):  # no value at all (an all-None column): every row missing
+                out[:, j] = np.nan
+                continue
             kind = arrow_kind(a.name, col.type, "the data")
             try:
                 if a.kind == CATEGORICAL:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from rainforest.storage.sql import quote_ident, quote_text
+from rainforest.storage.sql import quote_escaped_text, quote_ident, quote_text
 
 from .errors import DataError
 
@@ -64,7 +64,9 @@ class Dialect:
         if isinstance(value, decimal.Decimal):
             return f"CAST('{value}' AS NUMERIC)"
         if isinstance(value, str):
-            return quote_text(value)
+            # PostgreSQL: an escape string, right whether the session's standard_conforming_strings
+            # is on or off (``to_sql`` text runs in the user's sessions); DuckDB has only standard strings
+            return quote_escaped_text(value) if self.name == "postgres" else quote_text(value)
         if isinstance(value, datetime.datetime):
             return f"CAST('{value.isoformat(sep=' ')}' AS TIMESTAMP)"
         if isinstance(value, datetime.date):

@@ -213,9 +213,8 @@ def _common_number(types: set) -> pa.DataType | None:
     if not floats:
         if int_bits > 64:
             return None
-        return pa.int64() if signed and int_bits == 64 else {
-            8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[max(int_bits, 8)] if signed else {
-            8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}[int_bits]
+        return (pa.int8, pa.int16, pa.int32, pa.int64)[int_bits.bit_length() - 4]() if signed else \
+            (pa.uint8, pa.uint16, pa.uint32, pa.uint64)[int_bits.bit_length() - 4]()
     raw = max(signed + unsigned, default=0)  # a float's mantissa must hold every integer
     needed = max(floats + ([32] if 0 < raw <= 16 else [64] if 16 < raw <= 32 else []))
     if raw > 32:

@@ -49,10 +49,18 @@ def quote_ident(name: str) -> str:
 
 
 def quote_text(text: str) -> str:
-    """``text`` as an SQL string literal (quotes inside doubled); the one quoting of text values."""
+    """``text`` as a standard SQL string literal (quotes inside doubled); the one quoting of text
+    values where backslashes are plain characters (DuckDB always; PostgreSQL with
+    ``standard_conforming_strings = on``, which its sources set)."""
     if "\x00" in text:
         raise SourceError(f"the value {text!r} holds a NUL character, which SQL text cannot carry")
     return "'" + text.replace("'", "''") + "'"
+
+
+def quote_escaped_text(text: str) -> str:
+    """``text`` as a PostgreSQL escape string ``E'...'`` (backslashes and quotes doubled): the same
+    value whatever ``standard_conforming_strings`` says, for SQL text run in sessions not ours."""
+    return "E" + quote_text(text.replace("\\", "\\\\"))
 
 
 def _qualified(name: str | Sequence[str]) -> str:
@@ -363,8 +371,10 @@ class PostgresSource(SqlSource):
             self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=self.connect_timeout)
         except psycopg.Error as exc:
             raise SourceError(f"cannot connect to PostgreSQL at {_safe_url(self.url)}: {first_line(exc)}") from None
-        # a serial, unsynchronized scan keeps the row order stable from pass to pass
+        # a serial, unsynchronized scan keeps the row order stable from pass to pass; standard strings
+        # (a backslash is a plain character) whatever the server's or the role's default
         self._conn.execute("SET synchronize_seqscans = off")
+        self._conn.execute("SET standard_conforming_strings = on")
         self._schema = self._read_schema()
         if self.row_id is not None:
             self.check_columns([self.row_id])

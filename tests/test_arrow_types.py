@@ -99,3 +99,9 @@ def test_predict_refuses_a_column_of_another_type(tmp_path, typ):
     pq.write_table(pa.table({"x": other}), tmp_path / "new.parquet")
     with pytest.raises(DataError, match=r"column 'x'.* has type"):
         tree.predict(str(tmp_path / "new.parquet"))
+
+
+def test_predict_takes_an_all_null_column_as_missing_values(tmp_path):
+    tree = DecisionTreeClassifier().fit(str(_write(tmp_path, _values(pa.float64()))), target="y")
+    proba = tree.predict_proba(pa.table({"x": pa.nulls(N)}))
+    assert proba.shape == (N, 2) and np.isfinite(proba).all()

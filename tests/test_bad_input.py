@@ -244,9 +244,11 @@ def test_continuous_float_target_points_to_regression(tmp_path):
     DecisionTreeClassifier(max_depth=2).fit(t.drop(["y"]), y.astype(str))
 
 
-def test_few_float_classes_and_whole_float_classes_are_labels():
+def test_few_float_classes_and_whole_float_classes_are_labels(tmp_path):
     t = _good(400)
     x = t.column("x").to_numpy()
-    DecisionTreeClassifier(max_depth=2).fit(t.drop(["y"]), np.where(x > 0, 1.5, -0.5))
+    few = t.set_column(2, "y", pa.array(np.where(x > 0, 1.5, -0.5)))
+    assert DecisionTreeClassifier(max_depth=2).fit(few, target="y").classes_.tolist() == [-0.5, 1.5]
     whole = np.floor(x * 20)  # many distinct values, all whole numbers: classes, as integers would be
-    DecisionTreeClassifier(max_depth=2).fit(t.drop(["y"]), whole)
+    pq.write_table(t.set_column(2, "y", pa.array(whole)), tmp_path / "d.parquet")
+    assert len(DecisionTreeClassifier(max_depth=2).fit(str(tmp_path / "d.parquet"), target="y").classes_) > 32

@@ -41,3 +41,25 @@ def test_an_all_null_column_is_refused_like_the_tree_refuses_it(column):
             learner.fit(table, target="y")
         messages.append(str(info.value))
     assert messages[0] == messages[1] and "'empty'" in messages[0] and "entirely null" in messages[0]
+
+
+def test_rows_of_weight_zero_count_as_absent(tmp_path):
+    # scikit-learn's check_sample_weight_equivalence: weight 0 is the same as no row at all, even
+    # where the zero-weight rows alone hold a class, a category or an extreme value
+    import pyarrow.parquet as pq
+    rng = np.random.default_rng(0)
+    n = 300
+    x = rng.normal(size=n)
+    c = rng.choice(["a", "b", "c"], n)
+    y = (x > 0).astype(np.int64)
+    w = rng.integers(0, 3, n).astype(np.float64)
+    x[:3], c[:3], y[:3], w[:3] = 1e6, "only-in-zero-weight-rows", 7, 0.0
+    full = pa.table({"x": x, "c": c, "y": y, "w": w})
+    kept = full.filter(pa.array(w > 0))
+    pq.write_table(full, tmp_path / "full.parquet")
+    a = NaiveBayesClassifier().fit(str(tmp_path / "full.parquet"), target="y", sample_weight="w")
+    b = NaiveBayesClassifier().fit(kept, target="y", sample_weight="w")
+    assert a.classes_.tolist() == b.classes_.tolist() == [0, 1]
+    assert a.categories_ == b.categories_
+    np.testing.assert_array_equal(a.predict_proba(full), b.predict_proba(full))
+    np.testing.assert_array_equal(a.var_, b.var_)

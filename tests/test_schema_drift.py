@@ -84,13 +84,14 @@ def test_common_type_does_not_depend_on_order():
 
 @pytest.mark.parametrize("key_values", [("1", "2"), ("p", "q")])
 def test_hive_key_colliding_with_a_file_column_names_both(tmp_path, key_values):
+    data = tmp_path / "data"
     for v in key_values:  # the file column "x" is a string; the key "x" an integer or a string
-        _write(tmp_path / f"x={v}", "part.parquet", pa.array(["s", "t", "s", "t"]))
+        _write(data / f"x={v}", "part.parquet", pa.array(["s", "t", "s", "t"]))
     with pytest.raises(SourceError) as info:
-        ParquetSource(str(tmp_path))
+        ParquetSource(str(data))
     message = str(info.value)
     assert f"'x={key_values[0]}'" in message and "column 'x'" in message
-    r = subprocess.run([sys.executable, "-m", "rainforest", "train", str(tmp_path), "--target", "y",
+    r = subprocess.run([sys.executable, "-m", "rainforest", "train", str(data), "--target", "y",
                         "--model", str(tmp_path / "m.json")], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and r.stderr.startswith("rainforest: error:") and r.stderr.count("\n") == 1, r.stderr
     assert "'x'" in r.stderr

@@ -294,3 +294,39 @@ def test_naive_bayes_in_one_duckdb_query(name):
 
 def test_naive_bayes_in_one_postgres_query(pg):
     _bayes_on(PostgresSource(pg, table="adult"), dataset_path("adult_train"))
+
+
+# -- literals whatever standard_conforming_strings says ----------------------------------------
+
+def _backslash_table(n=400):
+    rng = np.random.default_rng(3)
+    cats = np.array(["back\\", "it\\'s", "plain", "quote'", "\\\\two"])
+    c = cats[rng.integers(0, len(cats), n)]
+    x = rng.normal(size=n)
+    y = np.where(np.isin(c, cats[:2]) ^ (x > 1.0), "yes", "no")
+    return pa.table({"c": pa.array(c), "x": x, "class": pa.array(y)})
+
+
+def _without_standard_strings(url: str) -> str:
+    return url + ("&" if "?" in url else "?") + "options=-c%20standard_conforming_strings%3Doff"
+
+
+def test_postgres_literals_do_not_depend_on_standard_conforming_strings(pg):
+    import psycopg
+    table = _backslash_table()
+    load_script("postgres_server").load_table(pg, "backslashes", table, replace=True)
+    off = _without_standard_strings(pg)
+    with psycopg.connect(off) as conn:
+        assert conn.execute("SHOW standard_conforming_strings").fetchone()[0] == "off"
+    ref = fit(table, max_bins=None)
+    # our own sessions set standard strings: the pushed-down passes give the Parquet/in-memory tree
+    src = PostgresSource(off, table="backslashes")
+    same(ref, fit(src, max_bins=None))
+    np.testing.assert_array_equal(ref.predict(src), ref.predict(table))
+    # to_sql text is right in a session of the user's with standard strings off, and on
+    expected = ref.predict(table)
+    for url in (off, pg):
+        with psycopg.connect(url) as conn:
+            got = [r[0] for r in conn.execute(f"SELECT {ref.tree_.to_sql('postgres')} FROM backslashes").fetchall()]
+        np.testing.assert_array_equal(np.array(got), expected)
+    assert "E'back\\\\'" in ref.tree_.to_sql("postgres")  # the tree splits on the category with a backslash
