@@ -85,11 +85,6 @@ def two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, m
     return score_binary(L, R, wl, wr, wn, parent_imp, criterion)
 
 
-# the names the categorical subset search below calls
-_score_binary = score_binary
-_two_way = two_way
-
-
 @numba.njit(cache=True)
 def _numeric(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp, criterion,
              min_leaf, min_weight, best_score, result):
@@ -219,7 +214,7 @@ def _subset_score(block, lo, cats, left_mask, n_classes, has_count, total, n_tot
             n_left += _rows(block, s, n_classes, has_count)
     if n_left <= 0 or n_left >= n_total:
         return -np.inf
-    return _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
+    return two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
 
 
 @numba.njit(cache=True)
@@ -293,7 +288,7 @@ def _categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, 
             n_left += _rows(block, s, n_classes, has_count)
             if n_left <= 0 or n_left >= n_total:
                 continue
-            score = _two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
+            score = two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
             if score > best_score:
                 best_score = score
                 best_class, best_j = oc, j
