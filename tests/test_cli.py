@@ -447,6 +447,7 @@ def test_train_options_come_from_the_estimators_parameters():
         learner("--learner", "adaboost", "--max-depth", "3")
     with pytest.raises(ValueError, match="--weight does not apply to --learner boat"):
         learner("--learner", "boat", "--weight", "w")
-    declared = set(TREE_PARAMS) | set(FOREST_PARAMS) | set(NAIVE_BAYES_PARAMS) | set(ADABOOST_PARAMS) | set(BOAT_PARAMS)
+    declared = {name for params in (TREE_PARAMS, FOREST_PARAMS, NAIVE_BAYES_PARAMS, ADABOOST_PARAMS, BOAT_PARAMS)
+                for name in params}
     options = parser.parse_args(["train", "d", "--target", "y", "--model", "m.json"]).param_options
     assert options and set(options) <= declared
