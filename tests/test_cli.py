@@ -421,3 +421,33 @@ def test_inspect_exports(trained, tmp_path):
     assert r.returncode == 2 and "--tree" in r.stderr and not (tmp_path / "f.dot").exists()
     r = run_cli("inspect", forest, "--tree", 2, "--dot", tmp_path / "f.dot", cwd=tmp_path)
     assert r.returncode == 0 and (tmp_path / "f.dot").read_text().startswith("digraph")
+
+
+def test_train_options_come_from_the_estimators_parameters():
+    """train's options are the learners' declared parameters: not given, the estimator's default holds;
+    an option reads its value by the parameter's constraints; a learner takes exactly its own."""
+    from rainforest.constraints import ADABOOST_PARAMS, BOAT_PARAMS, FOREST_PARAMS, NAIVE_BAYES_PARAMS, TREE_PARAMS
+
+    parser = cli.build_parser()
+
+    def learner(*options):
+        return cli._learner(parser.parse_args(["train", "d", "--target", "y", "--model", "m.json", *options]))
+
+    assert learner().get_params() == DecisionTreeClassifier().get_params()
+    forest = learner("--learner", "forest", "--max-features", "all", "--sample-size", "5000", "--exact")
+    assert forest.max_features is None and forest.sample_size == 5000 and forest.max_bins is None
+    assert forest.random_state == 0  # deterministic by default, as in process
+    boat = learner("--learner", "boat", "--sample-size", "50", "--spill-dir", "/tmp")
+    assert boat.sample_size == 50 and boat.spill_dir == "/tmp"
+    boost = learner("--learner", "adaboost", "--base", "bayes", "--alpha", "0.5", "--n-estimators", "7")
+    assert isinstance(boost.estimator, rainforest.NaiveBayesClassifier) and boost.estimator.alpha == 0.5
+    assert boost.n_estimators == 7
+    assert learner("--learner", "adaboost", "--base", "tree").estimator.max_depth == 3
+    with pytest.raises(ValueError, match="--max-depth does not apply to --learner adaboost --base stump"):
+        learner("--learner", "adaboost", "--max-depth", "3")
+    with pytest.raises(ValueError, match="--weight does not apply to --learner boat"):
+        learner("--learner", "boat", "--weight", "w")
+    declared = {name for params in (TREE_PARAMS, FOREST_PARAMS, NAIVE_BAYES_PARAMS, ADABOOST_PARAMS, BOAT_PARAMS)
+                for name in params}
+    options = parser.parse_args(["train", "d", "--target", "y", "--model", "m.json"]).param_options
+    assert options and set(options) <= declared
