@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import NotFittedError
-from .inputs import TrainingData, accuracy, attribute_kinds, training_data
+from .inputs import TrainingData, accuracy, attribute_kinds, in_memory_rows, training_data
 from .params import ParamsMixin
 from .sklearn_compat import ClassifierTags
 from .threads import numba_threads
@@ -68,14 +68,16 @@ class Classifier(ClassifierTags, ParamsMixin):
         Checks the parameters, resolves the input (:func:`rainforest.inputs.training_data`) and the
         attributes' kinds, and runs the body under the estimator's ``n_jobs`` Numba threads. When
         the body ends without an error, sets ``classes_`` (from ``run.classes``), the input
-        attributes and ``n_passes_``.
+        attributes and ``n_passes_``. Inputs held in memory with few rows run on one thread
+        (:mod:`rainforest.threads`).
         """
         self.validate_params()
         check_in_memory_input(X, y)
         data = training_data(X, y, target, sample_weight, features)
         cat = self.categorical_features if categorical_features is None else categorical_features
         run = FitRun(data, attribute_kinds(data.source, data.features, cat), data.source.n_passes)
-        with numba_threads(getattr(self, "n_jobs", -1) if n_jobs is None else n_jobs):
+        n_jobs = getattr(self, "n_jobs", -1) if n_jobs is None else n_jobs
+        with numba_threads(n_jobs, rows=in_memory_rows(data.source)):
             yield run
         if run.classes is not None:
             self._set_fitted_inputs(run.classes, data.features, data.has_names)

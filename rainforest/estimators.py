@@ -11,7 +11,7 @@ from .budget import parse_bytes
 from .dask_predict import lazy_on_dask
 from .errors import DataError
 from .grow import grow_tree
-from .inputs import attribute_kinds, feature_tables, training_data
+from .inputs import attribute_kinds, feature_tables, in_memory_rows, training_data
 from .constraints import TREE_PARAMS
 from .model_file import json_number, load, params_from_json, register_reader, write_model
 from .model_check import check_document
@@ -323,7 +323,7 @@ class DecisionTreeClassifier(Classifier):
         encoder = tree.encoder()
         tables = feature_tables(X, tree.feature_names, strict_names=hasattr(self, "feature_names_in_"),
                                 batch_size=self.batch_size or 65536)
-        with numba_threads(self.n_jobs):
+        with numba_threads(self.n_jobs, rows=in_memory_rows(X)):
             parts = [tree.apply(encoder.encode(t)) for t in tables]
         return np.concatenate(parts) if parts else np.empty(0, np.int64)
 

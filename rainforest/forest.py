@@ -52,7 +52,7 @@ from .constraints import FOREST_PARAMS
 from .forest_grow import ForestGrower, ForestSpec, ForestStats  # noqa: F401  (ForestStats: grow_stats_)
 from .forest_kernels import bootstrap_block
 from .forest_rows import Columns
-from .inputs import feature_tables
+from .inputs import feature_tables, in_memory_rows
 from .model_check import check_document
 from .model_file import params_from_json, register_reader, write_model
 from .nodes import Nodes
@@ -456,7 +456,7 @@ class RandomForestClassifier(Classifier):
     def apply(self, X) -> np.ndarray:
         """The leaf each row reaches in each tree, shape ``(n_rows, n_estimators)``."""
         parts = []
-        with numba_threads(self.n_jobs):
+        with numba_threads(self.n_jobs, rows=in_memory_rows(X)):
             for table in self._tables(X):
                 Xe = np.ascontiguousarray(self._encoder().encode(table))
                 parts.append(np.column_stack([tree.apply(self._tree_input(t, Xe))
@@ -466,7 +466,7 @@ class RandomForestClassifier(Classifier):
     def predict_proba(self, X) -> np.ndarray:
         """The mean over the trees of the class distribution of each row's leaf (as scikit-learn)."""
         parts = []
-        with numba_threads(self.n_jobs):
+        with numba_threads(self.n_jobs, rows=in_memory_rows(X)):
             for table in self._tables(X):
                 Xe = np.ascontiguousarray(self._encoder().encode(table))
                 proba = np.zeros((len(Xe), self.n_classes_))

@@ -47,6 +47,17 @@ class TrainingData:
     has_names: bool  # the user's columns had names (not a bare array)
 
 
+def in_memory_rows(X) -> int | None:
+    """Rows of an input held in memory (an in-memory source, an array, a DataFrame or an Arrow
+    table), else None: counting the rows of a path or a database costs a read."""
+    if isinstance(X, TableSource):
+        return X.table.num_rows
+    if is_path(X) or isinstance(X, Source) or is_dask_dataframe(X):
+        return None
+    shape = getattr(X, "shape", None) or (getattr(X, "num_rows", None),)
+    return shape[0] if isinstance(shape[0], (int, np.integer)) else None
+
+
 def training_data(X, y, target, sample_weight, features) -> TrainingData:
     """Resolve ``fit``'s arguments; every mistake is a DataError naming the argument or column."""
     if y is not None and target is not None:

@@ -26,6 +26,15 @@ def numeric_xy(name: str, dtype=np.float32):
     return X, t.column("class").to_numpy(zero_copy_only=False), cols
 
 
+@pytest.fixture(autouse=True)
+def every_thread_count_honoured(monkeypatch):
+    """Small in-memory inputs run on one thread (rainforest/threads.py); the tests' data are small,
+    so without this a test comparing n_jobs=1 with n_jobs=2 would compare one thread with one.
+    tests/test_threads.py tests the rule itself."""
+    import rainforest.threads
+    monkeypatch.setattr(rainforest.threads, "SMALL_ROWS", 0)
+
+
 @pytest.fixture
 def datasets():
     return dataset_path
