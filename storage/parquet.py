@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import glob as globmod
 import os
+import re
 from itertools import chain
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
@@ -20,8 +21,17 @@ class MissingPathError(SourceError, FileNotFoundError):
     """A path given as data does not exist."""
 
 
+def natural_key(path: str) -> list:
+    """The sort key of a file path in the one file order every source shares: runs of digits
+    compare as numbers (``month=2`` before ``month=10``), as Dask orders the files of
+    ``dd.read_parquet``. A row's identity (its place in this order) chooses the binning sample and
+    the forest's bootstrap, so the order decides which tree is grown."""
+    return [(1, int(part), "") if part.isdigit() else (0, 0, part) for part in re.split(r"(\d+)", path)]
+
+
 def expand_paths(path) -> list[str]:
-    """Files behind ``path``: a file, a folder (recursively), a glob, or a list of those."""
+    """Files behind ``path``: a file, a folder (recursively), a glob, or a list of those; the files
+    of a folder or a glob in :func:`natural_key` order."""
     if isinstance(path, (list, tuple)):
         if not path:
             raise SourceError("an empty list of Parquet paths was given")
@@ -31,7 +41,7 @@ def expand_paths(path) -> list[str]:
         return out
     path = os.fspath(path)
     if any(ch in path for ch in "*?["):
-        files = sorted(f for f in globmod.glob(path, recursive=True) if os.path.isfile(f))
+        files = sorted((f for f in globmod.glob(path, recursive=True) if os.path.isfile(f)), key=natural_key)
         if not files:
             raise MissingPathError(f"no file matches the pattern {path!r}")
         return files
@@ -41,7 +51,7 @@ def expand_paths(path) -> list[str]:
             dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
             files.extend(os.path.join(root, n) for n in names
                          if not n.startswith((".", "_")) and not n.endswith((".crc", ".tmp")))
-        files.sort()
+        files.sort(key=natural_key)
         if not files:
             raise SourceError(f"the folder {path!r} holds no data files")
         return files
@@ -57,7 +67,8 @@ class ParquetSource(Source):
     Parameters
     ----------
     path : str, path-like or list of them
-        A file, a folder (read recursively, files in sorted order), a glob
+        A file, a folder (read recursively, files in natural order: ``month=2`` before
+        ``month=10``, as Dask reads them), a glob
         pattern (``"data/*.parquet"``, ``"data/**/*.parquet"``) or a list.
     partitioning : str or None, default="hive"
         How folder names become columns (``year=2024/``); ``None`` for none.
@@ -65,7 +76,7 @@ class ParquetSource(Source):
     Notes
     -----
     The row order, and so each row's stable identity (its global index), is
-    the sorted file order and the row order inside each file.
+    the natural file order and the row order inside each file.
     """
 
     path: object = None

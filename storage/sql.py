@@ -8,7 +8,7 @@ as Arrow batches and folded like any source's.
 
 A row's stable identity (what the profiling sample, and later bootstrap weights and folds,
 hash) is, in this order of preference: the ``row_id`` column the user names; a DuckDB
-table's ``rowid``; a Parquet glob read by DuckDB: the file's offset in the sorted file list
+table's ``rowid``; a Parquet glob read by DuckDB: the file's offset in the file list (natural order)
 plus the row's number in its file (the identity the Parquet source gives the same files);
 otherwise the row's position in the relation's scan order, which is stable while the data
 is not modified (PostgreSQL scans are made serial and unsynchronized for it).
@@ -159,7 +159,7 @@ class DuckDBSource(SqlSource):
         A table or view name (``"t"`` or ``("schema", "t")``), quoted as given.
     parquet : str, path-like or list, optional
         Parquet files read by DuckDB: a file, a folder, a glob or a list, as for
-        :class:`rainforest.storage.ParquetSource` (files in sorted order; hive partitions as columns).
+        :class:`rainforest.storage.ParquetSource` (files in natural order; hive partitions as columns).
     database : str or path-like, optional
         A DuckDB database file, opened read-only (for ``query`` and ``table``); in memory if
         not given.
