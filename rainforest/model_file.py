@@ -1,7 +1,11 @@
 """The one model file every learner writes: versioned JSON, no pickle, written atomically.
 
 A file holds ``format``, ``version``, the estimator's class name, its parameters, the passes of
-the fit, then the learner's own parts. Each learner registers the function that reads its files
+the fit, then the learner's own parts. The file's extension chooses its encoding: ``.rfz`` is the
+same document compressed (:data:`COMPACT_MAGIC`, the document's length, then the JSON text
+compressed with zstd: a forest of deep trees is mostly digits, and shrinks about tenfold), any
+other extension plain JSON text. :func:`load` reads both, recognising the compact form by its
+first bytes, whatever the file is called. Each learner registers the function that reads its files
 (:func:`register_reader`), so :func:`load` dispatches on the class name without knowing the learners.
 """
 from __future__ import annotations
@@ -26,6 +30,13 @@ READERS: dict[str, Callable] = {}
 #: imports its learners lazily, and a program may call ``load`` before using any of them)
 LEARNER_MODULES = ("rainforest.estimators", "rainforest.forest", "rainforest.bayes", "rainforest.boosting")
 
+#: the first bytes of a compact model file; then the JSON text's length (8 bytes, little-endian)
+#: and the text compressed with zstd
+COMPACT_MAGIC = b"RFMODEL\x01"
+COMPACT_SUFFIX = ".rfz"
+#: a compact file whose document would be larger than this is refused before it is decompressed
+MAX_DOCUMENT_BYTES = 1 << 34
+
 #: parameters renamed since a file may have been written: old name -> name now
 RENAMED_PARAMS = {"binning_sample": "sample_size", "work_dir": "spill_dir"}
 
@@ -41,7 +52,37 @@ def write_model(path, estimator, n_passes, params: dict | None = None, **parts) 
     doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": type(estimator).__name__,
            "params": jsonable_params(estimator.get_params(deep=False)) if params is None else params,
            "n_passes": n_passes, **parts}
-    write_atomic(path, json.dumps(doc, sort_keys=True, allow_nan=False))
+    text = json.dumps(doc, sort_keys=True, allow_nan=False)
+    write_atomic(path, compact(text) if os.fspath(path).endswith(COMPACT_SUFFIX) else text)
+
+
+def compact(text: str) -> bytes:
+    """A model document's JSON text in the compact encoding (see the module's notes)."""
+    import pyarrow as pa  # zstd through pyarrow, a core dependency
+
+    raw = text.encode("utf-8")
+    body = pa.Codec("zstd", compression_level=9).compress(raw, asbytes=True)
+    return COMPACT_MAGIC + len(raw).to_bytes(8, "little") + body
+
+
+def document_text(data: bytes, path: str) -> str:
+    """The JSON text of a model file's bytes, plain or compact."""
+    if not data.startswith(COMPACT_MAGIC):
+        return data.decode("utf-8")
+    import pyarrow as pa
+
+    head = len(COMPACT_MAGIC) + 8
+    if len(data) < head:
+        raise ModelError(f"{path!r} is a truncated compact model file", path)
+    size = int.from_bytes(data[len(COMPACT_MAGIC):head], "little")
+    if size > MAX_DOCUMENT_BYTES:
+        raise ModelError(f"{path!r} says its document has {size:,} bytes, more than the {MAX_DOCUMENT_BYTES:,} "
+                         "a model may have", path)
+    try:
+        raw = pa.Codec("zstd").decompress(data[head:], decompressed_size=size, asbytes=True)
+    except (pa.ArrowException, OSError, ValueError) as exc:  # pyarrow reports codec errors as OSError
+        raise ModelError(f"{path!r} is not a valid compact model file ({exc})", path) from None
+    return raw.decode("utf-8")
 
 
 def load(path):
@@ -56,8 +97,8 @@ def load(path):
     """
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        with open(path, "rb") as f:
+            doc = json.loads(document_text(f.read(), path))
     except FileNotFoundError:
         raise FileNotFoundError(f"no such model file: {path!r}") from None
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
