@@ -29,7 +29,7 @@ ENGINE_MODULES = ["atomic", "avc", "bootstrap", "budget", "compact", "criteria",
                   "schema", "spill", "sql", "tree", "tree_check", "model_fields", "constraints", "tree_setup", "outputs", "signals", "threads",
                   "combinations", "forest_grow", "forest_kernels", "forest_passes", "forest_rows", "meter", "nodes",
                   "plan", "rules", "supply"]
-LEARNER_MODULES = ["estimators", "forest", "bayes", "boosting", "evaluation", "metrics", "classifier_metrics", "onnx", "dot", "model_check", "model_file",
+LEARNER_MODULES = ["estimators", "forest", "bayes", "boosting", "evaluation", "model_comparison", "decision_threshold", "class_resampling", "metrics", "classifier_metrics", "onnx", "dot", "model_check", "model_file",
                    "base", "sklearn_compat"]
 CLI_MODULES = ["cli", "__main__"]
 LAYER_OF = {"rainforest": CLI,
