@@ -10,79 +10,19 @@ A node's AVC-group is a ``(n_slots_total, n_channels)`` array: for every
 attribute, one row per value slot and a trailing missing-value slot; the
 channels are the weighted class counts and, when rows are weighted, a last
 channel with plain row counts.
+
+The scores themselves live in :mod:`rainforest.split_scores` and the categorical attributes'
+searches in :mod:`rainforest.categorical_splits`; this module searches numeric thresholds, a
+node's attributes and many nodes at once, and re-exports the scores.
 """
 from __future__ import annotations
-
-import math
 
 import numba
 import numpy as np
 
-GINI, ENTROPY, GAIN_RATIO = 0, 1, 2
-CRITERIA = {"gini": GINI, "entropy": ENTROPY, "gain_ratio": GAIN_RATIO}
-LN2 = math.log(2.0)
-
-
-@numba.njit(cache=True)
-def impurity(counts, weight, criterion):
-    """Gini index or entropy (bits) of weighted class counts whose sum is ``weight``."""
-    if weight <= 0.0:
-        return 0.0
-    if criterion == GINI:
-        sq = 0.0
-        for c in range(counts.shape[0]):
-            sq += counts[c] * counts[c]
-        return 1.0 - sq / (weight * weight)
-    ent = 0.0
-    for c in range(counts.shape[0]):
-        p = counts[c]
-        if p > 0.0:
-            p /= weight
-            ent -= p * (math.log(p) / LN2)
-    return ent
-
-
-@numba.njit(cache=True)
-def _rows(block, s, n_classes, has_count):
-    if has_count:
-        return block[s, n_classes]
-    t = 0.0
-    for c in range(n_classes):
-        t += block[s, c]
-    return t
-
-
-@numba.njit(cache=True)
-def score_binary(L, R, wl, wr, wn, parent_imp, criterion):
-    """Ranking score of a two-way split: scikit-learn's proxy, or the gain ratio."""
-    crit = ENTROPY if criterion == GAIN_RATIO else criterion
-    il = impurity(L, wl, crit)
-    ir = impurity(R, wr, crit)
-    if criterion != GAIN_RATIO:
-        return -wr * ir - wl * il
-    gain = parent_imp - (wr / wn * ir) - (wl / wn * il)
-    split_info = 0.0
-    for wj in (wl, wr):
-        if wj > 0.0:
-            q = wj / wn
-            split_info -= q * (math.log(q) / LN2)
-    return gain / split_info if split_info > 0.0 else -np.inf
-
-
-@numba.njit(cache=True)
-def two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight):
-    """Score of the split with class counts ``L`` on the left (``R`` receives the right's),
-    or -inf where ``min_samples_leaf`` / ``min_weight_leaf`` forbid it."""
-    if n_left < min_leaf or n_total - n_left < min_leaf:
-        return -np.inf
-    wl = 0.0
-    for c in range(L.shape[0]):
-        R[c] = total[c] - L[c]
-        wl += L[c]
-    wr = wn - wl
-    if wl < min_weight or wr < min_weight:
-        return -np.inf
-    return score_binary(L, R, wl, wr, wn, parent_imp, criterion)
+from .categorical_splits import categorical_binary, categorical_multiway
+from .split_scores import (CRITERIA, ENTROPY, GAIN_RATIO, GINI, LN2, impurity,  # noqa: F401 (re-exported)
+                           score_binary, slot_rows, two_way)
 
 
 @numba.njit(cache=True)
@@ -96,7 +36,7 @@ def _numeric(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
     if n_classes == 2 and criterion == GINI and not has_count:
         return _numeric_gini2(block, lo, m, total, n_total, wn, min_leaf, min_weight, best_score, result)
     miss = lo + m
-    n_miss = _rows(block, miss, n_classes, has_count)
+    n_miss = slot_rows(block, miss, n_classes, has_count)
     L = np.zeros(n_classes)
     R = np.zeros(n_classes)
     n_searches = 2 if n_miss > 0 else 1
@@ -107,7 +47,7 @@ def _numeric(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
         n_left = n_miss if missing_left else 0.0
         prev = -1
         for s in range(m):
-            ns = _rows(block, lo + s, n_classes, has_count)
+            ns = slot_rows(block, lo + s, n_classes, has_count)
             if ns <= 0:
                 continue
             if prev >= 0:
@@ -201,143 +141,6 @@ def _numeric_gini2(block, lo, m, total, n_total, wn, min_leaf, min_weight, best_
 
 
 @numba.njit(cache=True)
-def _subset_score(block, lo, cats, left_mask, n_classes, has_count, total, n_total, wn, parent_imp,
-                  criterion, min_leaf, min_weight):
-    L = np.zeros(n_classes)
-    R = np.zeros(n_classes)
-    n_left = 0.0
-    for i in range(len(cats)):
-        if left_mask[i]:
-            s = lo + cats[i]
-            for c in range(n_classes):
-                L[c] += block[s, c]
-            n_left += _rows(block, s, n_classes, has_count)
-    if n_left <= 0 or n_left >= n_total:
-        return -np.inf
-    return two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
-
-
-@numba.njit(cache=True)
-def _record_subset(best_left, cats, mask):
-    """Remember the left set: slot ``cats[i]`` goes left when ``mask[i]``."""
-    best_left[:] = False
-    for i in range(len(cats)):
-        best_left[cats[i]] = mask[i]
-
-
-@numba.njit(cache=True)
-def _proportion_order(block, lo, cats, n_classes, cls):
-    """The present categories ``cats`` (indices into it) by ascending share of class ``cls``, ties
-    in slot order (a stable sort)."""
-    k = len(cats)
-    ratio = np.empty(k)
-    for i in range(k):
-        w = 0.0
-        for c in range(n_classes):
-            w += block[lo + cats[i], c]
-        ratio[i] = block[lo + cats[i], cls] / w if w > 0 else 0.0
-    return np.argsort(ratio, kind="mergesort")
-
-
-@numba.njit(cache=True)
-def _categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp, criterion,
-                        min_leaf, min_weight, max_exhaustive, best_score, best_left):
-    """Best two-way subset split of one categorical attribute (the missing slot is a category too).
-
-    Two classes: the best prefix of the categories sorted by class-1 proportion, which is the
-    optimal subset for gini and entropy (Breiman et al., 1984), in O(k log k).  More classes, up to
-    ``max_exhaustive`` present categories: every subset.  Beyond: the best prefix of the ordering by
-    each class's proportion, O(n_classes k log k) (a heuristic).  Writes the winning left-set over
-    slots into ``best_left``.
-    """
-    present = np.zeros(m + 1, np.int64)
-    k = 0
-    for s in range(m + 1):
-        if _rows(block, lo + s, n_classes, has_count) > 0:
-            present[k] = s
-            k += 1
-    cats = present[:k]
-    found = False
-    if k < 2:
-        return best_score, found
-    mask = np.zeros(k, np.bool_)
-    if n_classes > 2 and k <= max_exhaustive:
-        for bits in range(1, 1 << (k - 1)):
-            for i in range(k):
-                mask[i] = (bits >> i) & 1 == 1
-            score = _subset_score(block, lo, cats, mask, n_classes, has_count, total, n_total, wn,
-                                  parent_imp, criterion, min_leaf, min_weight)
-            if score > best_score:
-                best_score = score
-                found = True
-                _record_subset(best_left, cats, mask)
-        return best_score, found
-    # the orderings: O(k log k) each, the left set's class counts grown one category at a time
-    order_classes = 1 if n_classes == 2 else n_classes
-    L = np.zeros(n_classes)
-    R = np.zeros(n_classes)
-    best_class, best_j = -1, -1
-    for oc in range(order_classes):
-        order = _proportion_order(block, lo, cats, n_classes, 1 if n_classes == 2 else oc)
-        L[:] = 0.0
-        n_left = 0.0
-        for j in range(k - 1):
-            s = lo + cats[order[j]]
-            for c in range(n_classes):
-                L[c] += block[s, c]
-            n_left += _rows(block, s, n_classes, has_count)
-            if n_left <= 0 or n_left >= n_total:
-                continue
-            score = two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight)
-            if score > best_score:
-                best_score = score
-                best_class, best_j = oc, j
-    if best_class >= 0:  # the winning prefix, written once (not at every improvement: O(k) each)
-        found = True
-        order = _proportion_order(block, lo, cats, n_classes, 1 if n_classes == 2 else best_class)
-        mask[:] = False
-        for j in range(best_j + 1):
-            mask[order[j]] = True
-        _record_subset(best_left, cats, mask)
-    return best_score, found
-
-
-@numba.njit(cache=True)
-def _categorical_multiway(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
-                          criterion, min_leaf, min_weight):
-    """Score of the split with one branch per present category (ID3/C4.5)."""
-    crit = ENTROPY if criterion == GAIN_RATIO else criterion
-    k = 0
-    score = 0.0
-    split_info = 0.0
-    weighted_child = 0.0
-    for s in range(m + 1):
-        ns = _rows(block, lo + s, n_classes, has_count)
-        if ns <= 0:
-            continue
-        if ns < min_leaf:
-            return -np.inf
-        k += 1
-        row = block[lo + s, :n_classes]
-        wj = 0.0
-        for c in range(n_classes):
-            wj += row[c]
-        if wj < min_weight:
-            return -np.inf
-        ij = impurity(row, wj, crit)
-        score -= wj * ij
-        weighted_child += wj / wn * ij
-        if wj > 0.0:
-            q = wj / wn
-            split_info -= q * (math.log(q) / LN2)
-    if k < 2:
-        return -np.inf
-    if criterion == GAIN_RATIO:
-        return (parent_imp - weighted_child) / split_info if split_info > 0.0 else -np.inf
-    return score
-
-
-@numba.njit(cache=True)
 def node_totals(block, offsets, lead, n_classes, has_count, criterion):
     """A node's class totals, rows, weight and impurity, summed over the slots of attribute ``lead``
     (any attribute's slots hold every row; RF-Vertical searches groups of attributes that all
@@ -347,7 +150,7 @@ def node_totals(block, offsets, lead, n_classes, has_count, criterion):
     for s in range(offsets[lead], offsets[lead + 1]):
         for c in range(n_classes):
             total[c] += block[s, c]
-        n_total += _rows(block, s, n_classes, has_count)
+        n_total += slot_rows(block, s, n_classes, has_count)
     wn = 0.0
     for c in range(n_classes):
         wn += total[c]
@@ -367,10 +170,10 @@ def attribute_search(block, offsets, a, kind, n_classes, has_count, total, n_tot
                        min_leaf, min_weight, best_score, num)
         return (new, 0) if new > best_score else (best_score, -1)
     if multiway:
-        new = _categorical_multiway(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
+        new = categorical_multiway(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
                                     criterion, min_leaf, min_weight)
         return (new, 2) if new > best_score else (best_score, -1)
-    new, found = _categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
+    new, found = categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, parent_imp,
                                      criterion, min_leaf, min_weight, max_exhaustive, best_score, left)
     return (new, 1) if found else (best_score, -1)
 
@@ -429,7 +232,7 @@ def _winner(block, offsets, n_classes, has_count, best_attr, best_kind, best_sco
             branch_out[s] = 0 if best_left[s] else 1
     else:
         for s in range(m + 1):
-            if _rows(block, lo + s, n_classes, has_count) > 0:
+            if slot_rows(block, lo + s, n_classes, has_count) > 0:
                 branch_out[s] = n_b
                 n_b += 1
             else:
@@ -437,14 +240,14 @@ def _winner(block, offsets, n_classes, has_count, best_attr, best_kind, best_sco
     # slots absent from the node (and so unknown categories) go to the branch with most rows
     counts = np.zeros(n_b)
     for s in range(m + 1):
-        if branch_out[s] >= 0 and _rows(block, lo + s, n_classes, has_count) > 0:
-            counts[branch_out[s]] += _rows(block, lo + s, n_classes, has_count)
+        if branch_out[s] >= 0 and slot_rows(block, lo + s, n_classes, has_count) > 0:
+            counts[branch_out[s]] += slot_rows(block, lo + s, n_classes, has_count)
     major = 0
     for b in range(n_b):
         if counts[b] > counts[major]:
             major = b
     for s in range(m + 1):
-        if _rows(block, lo + s, n_classes, has_count) <= 0:
+        if slot_rows(block, lo + s, n_classes, has_count) <= 0:
             branch_out[s] = major
     return best_attr, best_score, -1, -1, False, n_b
 

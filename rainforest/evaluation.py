@@ -11,6 +11,10 @@ not see it.
 
 Pass counts: ``cross_validate`` makes ``k`` fits plus one scoring pass; ``holdout`` one fit plus
 one pass; ``bootstrap_632`` ``n`` fits plus one pass; ``random_subsampling`` ``n`` holdouts.
+
+The paired t-test lives in :mod:`rainforest.model_comparison`, decision thresholds in
+:mod:`rainforest.decision_threshold` and class resampling in :mod:`rainforest.class_resampling`;
+all are re-exported here.
 """
 from __future__ import annotations
 
@@ -18,16 +22,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from rainforest.storage.selection import (FOLD, ROW_WEIGHT, BootstrapRule, ClassRateRule, FoldRule, RowSelection,
-                               SplitRule, select_rows, weight_rows)
+from rainforest.storage.selection import FOLD, ROW_WEIGHT, BootstrapRule, FoldRule, SplitRule, select_rows, weight_rows
 
 from .bootstrap import bootstrap_counts, tree_seeds
-from .errors import DataError
+from .class_resampling import LabelCounts, resample, sampling_rates  # noqa: F401 (re-exported)
+from .decision_threshold import (OBJECTIVES, ThresholdChoice, choose_threshold,  # noqa: F401 (re-exported)
+                                 predict_threshold)
 from .inputs import training_data
-from .metrics import (Evaluation, EvaluationTask, evaluation_task, model_features, positive_index,
-                      predicted_index, roc_from_counts)
+from .metrics import Evaluation, EvaluationTask, evaluation_task, model_features, positive_index
+from .model_comparison import PairedTTest, paired_t_test
 
 _BOOTSTRAP_SALT = 0x632
 _SUBSAMPLING_SALT = 0x5B5
@@ -187,41 +191,6 @@ class Bootstrap632:
         return float(np.mean(self.scores))
 
 
-@dataclass
-class PairedTTest:
-    """A paired t-test of two classifiers' scores over the same folds (Student's, ``k - 1`` degrees of freedom).
-
-    ``statistic`` is positive when the first classifier scores higher; ``pvalue`` is two-sided.
-    Identical scores on every fold give ``statistic = 0`` and ``pvalue = 1``.
-    """
-
-    statistic: float
-    pvalue: float
-    df: int
-    scores_a: np.ndarray
-    scores_b: np.ndarray
-
-    @property
-    def mean_difference(self) -> float:
-        return float(np.mean(self.scores_a - self.scores_b))
-
-
-@dataclass
-class ThresholdChoice:
-    """A decision threshold chosen on validation data: predict ``pos_label`` when its probability is ``>= threshold``.
-
-    ``thresholds`` (descending, the distinct validation scores, then ``inf`` for "never") and
-    ``values`` (the objective at each) describe the whole trade-off.
-    """
-
-    threshold: float
-    value: float
-    objective: str
-    pos_label: object
-    thresholds: np.ndarray
-    values: np.ndarray
-
-
 # -- resampling splits ------------------------------------------------------------------------------
 def _fit(estimator, source, data, weight=None):
     return clone(estimator).fit(source, target=data.target, sample_weight=weight if weight else data.weight,
@@ -357,21 +326,6 @@ def bootstrap_632(estimator, X, y=None, *, target=None, sample_weight=None, feat
                         data.source.n_passes - before)
 
 
-def paired_t_test(scores_a, scores_b) -> PairedTTest:
-    """Student's paired t-test of two score arrays over the same folds (``scipy.stats.ttest_rel``)."""
-    from scipy import stats
-
-    a, b = np.asarray(scores_a, np.float64), np.asarray(scores_b, np.float64)
-    if a.shape != b.shape or a.ndim != 1 or len(a) < 2:
-        raise ValueError(f"a paired t-test needs two score arrays of the same length >= 2, got {a.shape} and {b.shape}")
-    d = a - b
-    if np.all(d == d[0]):  # no variance: scipy gives nan; equal scores are no evidence of a difference
-        t = 0.0 if d[0] == 0 else float(np.sign(d[0]) * np.inf)
-        return PairedTTest(t, 1.0 if d[0] == 0 else 0.0, len(a) - 1, a, b)
-    res = stats.ttest_rel(a, b)
-    return PairedTTest(float(res.statistic), float(res.pvalue), len(a) - 1, a, b)
-
-
 def compare(estimator_a, estimator_b, X, y=None, *, target=None, n_folds: int = 10, seed: int = 0,
             scoring="accuracy", **kwargs) -> PairedTTest:
     """Cross-validate two classifiers on the same folds and test the difference of their scores
@@ -379,147 +333,6 @@ def compare(estimator_a, estimator_b, X, y=None, *, target=None, n_folds: int = 
     a = cross_validate(estimator_a, X, y, target=target, n_folds=n_folds, seed=seed, scoring=scoring, **kwargs)
     b = cross_validate(estimator_b, X, y, target=target, n_folds=n_folds, seed=seed, scoring=scoring, **kwargs)
     return paired_t_test(a.scores, b.scores)
-
-
-# -- decision thresholds ---------------------------------------------------------------------------------
-OBJECTIVES = ("f1", "fbeta", "cost", "accuracy", "balanced_accuracy")
-
-
-def choose_threshold(estimator, X, y=None, *, target=None, sample_weight=None, objective: str = "f1",
-                     beta: float = 1.0, cost_fp: float = 1.0, cost_fn: float = 1.0, pos_label=None,
-                     batch_size: int = 65536) -> ThresholdChoice:
-    """Choose a two-class model's decision threshold on validation data, in one pass.
-
-    Every distinct score of the positive class on the validation data is a candidate (a row is
-    predicted positive when its score is ``>=`` the threshold); the one giving the best
-    ``objective`` wins (ties: the highest threshold).
-
-    Parameters
-    ----------
-    estimator : fitted two-class classifier
-    X, y, target, sample_weight
-        The validation data, as :func:`rainforest.metrics.evaluate` takes it.
-    objective : {"f1", "fbeta", "cost", "accuracy", "balanced_accuracy"}, default="f1"
-        ``"cost"`` minimizes ``cost_fp * FP + cost_fn * FN`` (a cost ratio); the others are maximized.
-    beta : float, default=1.0
-        For ``"fbeta"``.
-    cost_fp, cost_fn : float, default=1.0
-        Costs of a false positive and of a false negative. With calibrated probabilities the
-        optimal threshold is ``cost_fp / (cost_fp + cost_fn)``; here it is measured on the data.
-    pos_label : label, optional
-        The positive class (default: the greater class).
-
-    Returns
-    -------
-    ThresholdChoice
-    """
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    if cost_fp < 0 or cost_fn < 0 or cost_fp + cost_fn == 0:
-        raise ValueError(f"costs must be >= 0 and not both 0, got cost_fp={cost_fp!r}, cost_fn={cost_fn!r}")
-    from .metrics import evaluate
-
-    pos = positive_index(estimator.classes_, pos_label)
-    label = estimator.classes_[pos]
-    ev = evaluate(estimator, X, y, target=target, sample_weight=sample_weight, pos_label=label, batch_size=batch_size)
-    c = ev.curves[label.item() if isinstance(label, np.generic) else label]
-    fpr, tpr, thresholds = roc_from_counts(c.scores, c.positives, c.totals, drop_intermediate=False)
-    p, n = c.positives.sum(), c.totals.sum() - c.positives.sum()
-    tp, fp = np.nan_to_num(tpr) * p, np.nan_to_num(fpr) * n
-    fn, tn = p - tp, n - fp
-    # candidates: each distinct score (descending), then "never positive" (the ROC curve's first point)
-    tp, fp, fn, tn, thresholds = (np.r_[v[1:], v[0]] for v in (tp, fp, fn, tn, thresholds))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if objective in ("f1", "fbeta"):
-            b2 = 1.0 if objective == "f1" else beta * beta
-            values = np.nan_to_num((1 + b2) * tp / ((1 + b2) * tp + b2 * fn + fp))
-        elif objective == "cost":
-            values = cost_fp * fp + cost_fn * fn
-        elif objective == "accuracy":
-            values = (tp + tn) / (p + n)
-        else:
-            values = np.nan_to_num(tp / p) / 2 + np.nan_to_num(tn / n) / 2
-    best = int(np.argmin(values) if objective == "cost" else np.argmax(values))
-    return ThresholdChoice(float(thresholds[best]), float(values[best]), objective, label, thresholds, values)
-
-
-def predict_threshold(estimator, X, threshold: float, *, pos_label=None) -> np.ndarray:
-    """Predictions of a two-class model with a decision threshold: ``pos_label`` (default the
-    greater class) when its probability is ``>= threshold``, else the other class."""
-    pos = positive_index(estimator.classes_, pos_label)
-    return np.asarray(estimator.classes_)[predicted_index(np.asarray(estimator.predict_proba(X)), threshold, pos)]
-
-
-# -- class imbalance: over/undersampling by hashed weights ----------------------------------------------------
-@dataclass
-class LabelCounts:
-    """A PassTask counting the rows of each label."""
-
-    target: str
-
-    def new_state(self) -> dict:
-        return {}
-
-    def update(self, state: dict, batch: pa.RecordBatch, first_row: int) -> dict:
-        col = batch.column(self.target)
-        if col.null_count:
-            raise DataError(f"the target column {self.target!r} has null values")
-        vc = pc.value_counts(col.dictionary_decode() if pa.types.is_dictionary(col.type) else col)
-        for v, c in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
-            state[v] = state.get(v, 0) + c
-        return state
-
-    def merge(self, a: dict, b: dict) -> dict:
-        for v, c in b.items():
-            a[v] = a.get(v, 0) + c
-        return a
-
-
-def sampling_rates(counts: dict, strategy: str = "undersample") -> dict:
-    """Per class, the rate that balances the classes: ``"undersample"`` brings every class down to
-    the smallest one (rate ``min / n_c``), ``"oversample"`` up to the largest (``max / n_c``)."""
-    if strategy not in ("undersample", "oversample"):
-        raise ValueError(f"strategy must be 'undersample' or 'oversample', got {strategy!r}")
-    present = {c: n for c, n in counts.items() if n > 0}
-    goal = min(present.values()) if strategy == "undersample" else max(present.values())
-    return {c: goal / n for c, n in present.items()}
-
-
-def resample(X, *, target: str, rates: dict | None = None, strategy: str = "undersample", seed: int = 0,
-             sample_weight: str | None = None) -> RowSelection:
-    """The data with each class resampled at a rate, by weights from the hash of each row's identity.
-
-    A row of class ``c`` counts ``floor(r) + (u < frac(r))`` times (``r = rates[c]``, ``u`` uniform
-    from the row's hash): deterministic for a seed, the same on every source and batch size, with
-    mean exactly ``r``; nothing is copied.
-
-    Parameters
-    ----------
-    X : path, Source or table
-        The data, holding the label column ``target``.
-    rates : dict, optional
-        Class -> rate (0.25 keeps a quarter of the class, 3 counts each row three times); classes
-        not named count once. Default: :func:`sampling_rates` of the class counts (one more pass).
-    strategy : {"undersample", "oversample"}, default="undersample"
-        How the default rates balance the classes.
-    seed : int, default=0
-    sample_weight : str, optional
-        A weight column the resampling weights multiply.
-
-    Returns
-    -------
-    rainforest.storage.selection.RowSelection
-        A Source: rows of weight 0 are dropped, and when some rate exceeds 1 (or ``sample_weight``
-        is given) the weights are the column ``result.column``; fit with
-        ``sample_weight=result.column``.
-    """
-    data = training_data(X, None, target, sample_weight, None)
-    if rates is None:
-        rates = sampling_rates(data.source.run_pass(LabelCounts(data.target), [data.target]), strategy)
-    rule = ClassRateRule(data.target, tuple(rates.items()), seed)
-    if all(r <= 1 for r in rates.values()) and data.weight is None:
-        return select_rows(data.source, rule)  # weights 0 or 1: a plain selection, unit weights
-    return weight_rows(data.source, rule, base_weight=data.weight)
 
 
 __all__ = ["cross_validate", "holdout", "random_subsampling", "bootstrap_632", "paired_t_test", "compare",

@@ -24,132 +24,27 @@ none of them reads the training data again:
   predicting its training majority class, makes no more validation errors than the subtree.
 
 Each returns a new tree (:func:`prune` renumbers the kept nodes breadth first with contiguous
-children, as the model format requires); the input tree is not changed.
+children, as the model format requires); the input tree is not changed. Cost-complexity lives in
+:mod:`rainforest.cost_complexity` and the cutting of a tree in :mod:`rainforest.subtree`; both are
+re-exported here.
 """
 from __future__ import annotations
 
-import heapq
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 
+from .cost_complexity import (CostComplexityPath, cost_complexity_path,  # noqa: F401 (re-exported)
+                              cost_complexity_prune)
 from .errors import DataError
 from .schema import Label
+from .subtree import depth_first_order, parents, prune, renumbered  # noqa: F401 (re-exported)
 from .tree import Tree
 
 
-# -- structure ---------------------------------------------------------------------------------
-def prune(tree: Tree, to_leaf) -> Tree:
-    """The tree with the nodes of ``to_leaf`` made leaves and their descendants removed.
-
-    Parameters
-    ----------
-    tree : Tree
-    to_leaf : array-like of bool, shape (node_count,)
-        Nodes to make leaves; entries of nodes below another such node do not matter.
-
-    Returns
-    -------
-    Tree
-        The kept nodes renumbered breadth first (children contiguous), with their class
-        counts, sample counts and impurities unchanged; a leaf keeps the class counts of
-        the rows that reached it in training, so it predicts their majority.
-    """
-    to_leaf = np.asarray(to_leaf, dtype=bool)
-    if to_leaf.shape != (tree.node_count,):
-        raise ValueError(f"to_leaf must have one entry per node ({tree.node_count}), got shape {to_leaf.shape}")
-    split = (tree.first_child >= 0) & ~to_leaf
-    old, first_child = _renumber(tree.first_child, tree.n_children, split)
-    inner = split[old]
-    cat_offset = np.full(len(old), -1, np.int32)
-    segments = []
-    at = 0
-    for k in np.flatnonzero(inner & (tree.cat_offset[old] >= 0)):  # categorical splits keep their branch table
-        i = old[k]
-        size = len(tree.categories[tree.feature[i]]) + 1  # categories seen in training, then unseen ones
-        segments.append(tree.cat_branch[tree.cat_offset[i]:tree.cat_offset[i] + size])
-        cat_offset[k] = at
-        at += size
-    cat_branch = np.concatenate(segments).astype(np.int32) if segments else np.empty(0, np.int32)
-    return replace(
-        tree,
-        feature=np.where(inner, tree.feature[old], -2).astype(np.int32),
-        threshold=np.where(inner, tree.threshold[old], -2.0),
-        first_child=first_child,
-        n_children=np.where(inner, tree.n_children[old], 0).astype(np.int32),
-        missing_branch=np.where(inner, tree.missing_branch[old], -1).astype(np.int32),
-        cat_offset=cat_offset, cat_branch=cat_branch, value=tree.value[old].copy(),
-        n_node_samples=tree.n_node_samples[old].copy(),
-        weighted_n_node_samples=tree.weighted_n_node_samples[old].copy(),
-        impurity=tree.impurity[old].copy(), _depth=None)
-
-
-def renumbered(tree: Tree) -> Tree:
-    """The same tree numbered breadth first, children contiguous in branch order (:func:`prune` with
-    no node made a leaf): growth may split a level's nodes in any order."""
-    return prune(tree, np.zeros(tree.node_count, bool))
-
-
-@numba.njit(cache=True)
-def _renumber(first_child, n_children, split):
-    """Breadth-first walk of the nodes kept when only ``split`` nodes keep their children: the old
-    index of each new node and each new node's first child (-1 at leaves)."""
-    old = np.empty(len(first_child), np.int64)
-    new_first = np.full(len(first_child), -1, np.int32)
-    old[0] = 0
-    end = 1
-    k = 0
-    while k < end:  # old[k:end] is the queue
-        i = old[k]
-        if split[i]:
-            new_first[k] = end
-            for c in range(first_child[i], first_child[i] + n_children[i]):
-                old[end] = c
-                end += 1
-        k += 1
-    return old[:end], new_first[:end]
-
-
-def parents(tree: Tree) -> np.ndarray:
-    """Parent of each node, -1 at the root."""
-    return _parents(tree.first_child, tree.n_children)
-
-
-@numba.njit(cache=True)
-def _parents(first_child, n_children):
-    parent = np.full(len(first_child), -1, np.int64)
-    for i in range(len(first_child)):
-        for c in range(first_child[i], first_child[i] + n_children[i]):
-            parent[c] = i
-    return parent
-
-
-def depth_first_order(tree: Tree) -> np.ndarray:
-    """Nodes in depth-first pre-order, first child first: scikit-learn's node numbering."""
-    return _depth_first_order(tree.first_child, tree.n_children)
-
-
-@numba.njit(cache=True)
-def _depth_first_order(first_child, n_children):
-    n = len(first_child)
-    order = np.empty(n, np.int64)
-    stack = np.empty(n, np.int64)
-    stack[0] = 0
-    top = 1
-    k = 0
-    while top > 0:
-        top -= 1
-        i = stack[top]
-        order[k] = i
-        k += 1
-        for c in range(first_child[i] + n_children[i] - 1, first_child[i] - 1, -1):  # first child on top
-            stack[top] = c
-            top += 1
-    return order[:k]
-
-
+# -- pruning bottom-up ---------------------------------------------------------------------------
 @numba.njit(cache=True)
 def _subtree_sums(first_child, n_children, x):
     """``x`` of each leaf, and of each internal node the sum over its children (bottom up, in place)."""
@@ -183,158 +78,6 @@ def _prune_bottom_up(first_child, n_children, leaf_cost):
         else:
             cost[i] = below
     return to_leaf, cost
-
-
-# -- cost-complexity -----------------------------------------------------------------------------
-@dataclass
-class CostComplexityPath:
-    """The minimal cost-complexity pruning path, as scikit-learn's ``cost_complexity_pruning_path``.
-
-    Attributes
-    ----------
-    ccp_alphas : ndarray
-        Effective alphas of the subtrees along the path, increasing; the first is 0.0 (the whole tree).
-    impurities : ndarray
-        Sum of the weighted leaf impurities of each subtree (scikit-learn's ``impurities``).
-    n_leaves : ndarray
-        Leaves of each subtree; the last is 1 (the root alone).
-
-    Items can also be read as ``path["ccp_alphas"]``, like scikit-learn's ``Bunch``.
-    """
-
-    ccp_alphas: np.ndarray
-    impurities: np.ndarray
-    n_leaves: np.ndarray
-
-    def __getitem__(self, key: str) -> np.ndarray:
-        if key not in ("ccp_alphas", "impurities", "n_leaves"):
-            raise KeyError(key)
-        return getattr(self, key)
-
-
-@numba.njit(cache=True)
-def _weakest_links(order, parent, first_child, n_children, r_node, ccp_alpha):
-    """scikit-learn's ``_cost_complexity_prune`` with a heap: prune weakest links while their
-    effective alpha is at most ``ccp_alpha``.
-
-    ``order`` is the depth-first pre-order: leaves' impurities are summed into their ancestors
-    in that order and ties go to the earliest node, as scikit-learn does on its own numbering.
-    Returns the nodes made leaves, and the path (alphas, impurities, leaf counts).
-    """
-    n = len(order)
-    rank = np.empty(n, np.int64)
-    for k in range(n):
-        rank[order[k]] = k
-    r_branch = np.zeros(n)
-    n_leaves = np.zeros(n, np.int64)  # leaves below an internal node (0 at leaves, as scikit-learn)
-    for k in range(n):
-        leaf = order[k]
-        if first_child[leaf] >= 0:
-            continue
-        r_branch[leaf] = r_node[leaf]
-        a = leaf
-        while a != 0:
-            a = parent[a]
-            r_branch[a] += r_node[leaf]
-            n_leaves[a] += 1
-    candidate = first_child >= 0
-    in_subtree = np.ones(n, np.bool_)
-    to_leaf = np.zeros(n, np.bool_)
-    version = np.zeros(n, np.int64)  # bumped when a node's alpha changes: older heap entries are stale
-    n_inner = int(candidate.sum())
-    alphas = np.empty(n_inner + 1)
-    impurities = np.empty(n_inner + 1)
-    leaves = np.empty(n_inner + 1, np.int64)
-    alphas[0] = 0.0
-    impurities[0] = r_branch[0]
-    leaves[0] = max(n_leaves[0], 1)
-    steps = 1
-    heap = [(0.0, np.int64(0), np.int64(0))]  # (alpha, depth-first rank, version); typed by the seed
-    heap.pop()
-    for k in range(n):
-        if candidate[order[k]]:
-            i = order[k]
-            heap.append(((r_node[i] - r_branch[i]) / max(n_leaves[i] - 1, 1), np.int64(k), np.int64(0)))
-    heapq.heapify(heap)
-    while candidate[0]:
-        alpha, k, ver = heapq.heappop(heap)
-        node = order[k]
-        if not candidate[node] or ver != version[node]:  # pruned away, or its alpha has changed since
-            continue
-        if ccp_alpha < alpha:
-            break
-        stack = [node]  # its descendants leave the subtree
-        while len(stack):
-            d = stack.pop()
-            if not in_subtree[d]:
-                continue
-            candidate[d] = False
-            in_subtree[d] = False
-            if first_child[d] >= 0:
-                for c in range(first_child[d], first_child[d] + n_children[d]):
-                    stack.append(c)
-        in_subtree[node] = True
-        to_leaf[node] = True
-        n_pruned = n_leaves[node] - 1
-        n_leaves[node] = 0
-        r_diff = r_node[node] - r_branch[node]
-        r_branch[node] = r_node[node]
-        a = parent[node]
-        while a != -1:
-            n_leaves[a] -= n_pruned
-            r_branch[a] += r_diff
-            version[a] += 1
-            heapq.heappush(heap, ((r_node[a] - r_branch[a]) / max(n_leaves[a] - 1, 1), rank[a], version[a]))
-            a = parent[a]
-        alphas[steps] = alpha
-        impurities[steps] = r_branch[0]
-        leaves[steps] = max(n_leaves[0], 1)
-        steps += 1
-    return to_leaf, alphas[:steps], impurities[:steps], leaves[:steps]
-
-
-def _weakest_link_pruning(tree: Tree, ccp_alpha: float):
-    w = tree.weighted_n_node_samples
-    r_node = w * tree.impurity / w[0]  # scikit-learn's order of operations, so the same floats
-    return _weakest_links(depth_first_order(tree), parents(tree), tree.first_child.astype(np.int64),
-                          tree.n_children.astype(np.int64), r_node, float(ccp_alpha))
-
-
-def cost_complexity_path(tree: Tree) -> CostComplexityPath:
-    """The cost-complexity pruning path of a grown tree (no pass over the data).
-
-    Parameters
-    ----------
-    tree : Tree
-
-    Returns
-    -------
-    CostComplexityPath
-        ``ccp_alphas`` and ``impurities`` as scikit-learn's ``cost_complexity_pruning_path``
-        gives them for the same tree, and ``n_leaves`` of each subtree.
-    """
-    _, alphas, impurities, leaves = _weakest_link_pruning(tree, np.inf)
-    return CostComplexityPath(alphas, impurities, leaves)
-
-
-def cost_complexity_prune(tree: Tree, ccp_alpha: float) -> Tree:
-    """The subtree of minimal cost-complexity for ``ccp_alpha``, as scikit-learn's ``ccp_alpha``.
-
-    Weakest links are pruned while their effective alpha is at most ``ccp_alpha``; so the result is
-    the subtree of the path with the largest effective alpha not above ``ccp_alpha``. ``0.0``
-    returns the tree unchanged (scikit-learn does not prune then either, even links of alpha 0).
-    """
-    _check_ccp_alpha(ccp_alpha)
-    if ccp_alpha == 0.0:
-        return tree
-    to_leaf, *_ = _weakest_link_pruning(tree, ccp_alpha)
-    return prune(tree, to_leaf)
-
-
-def _check_ccp_alpha(ccp_alpha) -> None:
-    if isinstance(ccp_alpha, (bool, np.bool_)) or not isinstance(ccp_alpha, (int, float, np.integer, np.floating)) \
-            or not ccp_alpha >= 0:
-        raise ValueError(f"ccp_alpha must be a non-negative number, got {ccp_alpha!r}")
 
 
 # -- pessimistic (C4.5) ------------------------------------------------------------------------

@@ -24,12 +24,12 @@ STORAGE, ENGINE, LEARNERS, CLI = 0, 1, 2, 3
 LAYER_NAMES = {STORAGE: "storage", ENGINE: "engine", LEARNERS: "learners", CLI: "cli"}
 # Every module of rainforest/ is placed here by hand (a new module fails until it is): the
 # storage and BOAT packages by prefix.
-ENGINE_MODULES = ["atomic", "avc", "bootstrap", "budget", "compact", "criteria", "dask_predict", "datasets",
-                  "errors", "grow", "in_bag", "inputs", "params", "profile", "pruning", "pushdown", "rowhash", "rows",
+ENGINE_MODULES = ["atomic", "avc", "bootstrap", "budget", "compact", "criteria", "split_scores", "categorical_splits", "dask_predict", "datasets",
+                  "errors", "grow", "in_bag", "inputs", "params", "profile", "pruning", "cost_complexity", "subtree", "pushdown", "rowhash", "rows",
                   "schema", "spill", "sql", "tree", "tree_check", "model_fields", "constraints", "tree_setup", "outputs", "signals", "threads",
                   "combinations", "forest_grow", "forest_kernels", "forest_passes", "forest_rows", "meter", "nodes",
                   "plan", "rules", "supply"]
-LEARNER_MODULES = ["estimators", "forest", "bayes", "boosting", "evaluation", "metrics", "onnx", "dot", "model_check", "model_file",
+LEARNER_MODULES = ["estimators", "forest", "bayes", "boosting", "evaluation", "model_comparison", "decision_threshold", "class_resampling", "metrics", "classifier_metrics", "onnx", "dot", "model_check", "model_file",
                    "base", "sklearn_compat"]
 CLI_MODULES = ["cli", "__main__"]
 LAYER_OF = {"rainforest": CLI,

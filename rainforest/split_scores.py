@@ -1,0 +1,79 @@
+"""What a split scores (Numba): impurity, the rows of an AVC-group slot, and the score of a two-way split.
+
+The formulas and their order of operations are scikit-learn's ``BestSplitter``'s, so that the
+searches built on them (:mod:`rainforest.criteria`, :mod:`rainforest.categorical_splits`) choose
+scikit-learn's split; :mod:`rainforest.criteria` re-exports these names.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+GINI, ENTROPY, GAIN_RATIO = 0, 1, 2
+CRITERIA = {"gini": GINI, "entropy": ENTROPY, "gain_ratio": GAIN_RATIO}
+LN2 = math.log(2.0)
+
+
+@numba.njit(cache=True)
+def impurity(counts, weight, criterion):
+    """Gini index or entropy (bits) of weighted class counts whose sum is ``weight``."""
+    if weight <= 0.0:
+        return 0.0
+    if criterion == GINI:
+        sq = 0.0
+        for c in range(counts.shape[0]):
+            sq += counts[c] * counts[c]
+        return 1.0 - sq / (weight * weight)
+    ent = 0.0
+    for c in range(counts.shape[0]):
+        p = counts[c]
+        if p > 0.0:
+            p /= weight
+            ent -= p * (math.log(p) / LN2)
+    return ent
+
+
+@numba.njit(cache=True)
+def slot_rows(block, s, n_classes, has_count):
+    """Rows at slot ``s``: its row-count channel when rows are weighted, else its class counts' sum."""
+    if has_count:
+        return block[s, n_classes]
+    t = 0.0
+    for c in range(n_classes):
+        t += block[s, c]
+    return t
+
+
+@numba.njit(cache=True)
+def score_binary(L, R, wl, wr, wn, parent_imp, criterion):
+    """Ranking score of a two-way split: scikit-learn's proxy, or the gain ratio."""
+    crit = ENTROPY if criterion == GAIN_RATIO else criterion
+    il = impurity(L, wl, crit)
+    ir = impurity(R, wr, crit)
+    if criterion != GAIN_RATIO:
+        return -wr * ir - wl * il
+    gain = parent_imp - (wr / wn * ir) - (wl / wn * il)
+    split_info = 0.0
+    for wj in (wl, wr):
+        if wj > 0.0:
+            q = wj / wn
+            split_info -= q * (math.log(q) / LN2)
+    return gain / split_info if split_info > 0.0 else -np.inf
+
+
+@numba.njit(cache=True)
+def two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, min_weight):
+    """Score of the split with class counts ``L`` on the left (``R`` receives the right's),
+    or -inf where ``min_samples_leaf`` / ``min_weight_leaf`` forbid it."""
+    if n_left < min_leaf or n_total - n_left < min_leaf:
+        return -np.inf
+    wl = 0.0
+    for c in range(L.shape[0]):
+        R[c] = total[c] - L[c]
+        wl += L[c]
+    wr = wn - wl
+    if wl < min_weight or wr < min_weight:
+        return -np.inf
+    return score_binary(L, R, wl, wr, wn, parent_imp, criterion)
