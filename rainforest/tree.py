@@ -22,14 +22,8 @@ import pyarrow as pa
 
 from .errors import ModelError
 from .schema import CATEGORICAL, NUMERIC, Attribute, Schema
-
-FORMAT = "rainforest.tree"
-VERSION = 1
-KIND_NAMES = {NUMERIC: "numeric", CATEGORICAL: "categorical"}
-NODE_ARRAYS = {"feature": np.int32, "threshold": np.float64, "first_child": np.int32, "n_children": np.int32,
-                "missing_branch": np.int32, "cat_offset": np.int32, "n_node_samples": np.int64,
-                "weighted_n_node_samples": np.float64, "impurity": np.float64}
-
+from .tree_check import FORMAT, KIND_NAMES, NODE_ARRAYS, VERSION, check_tree, node_depths  # noqa: F401 (public here too)
+from .model_fields import At
 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def route_rows(X, feature, threshold, first_child, missing_branch, cat_offset, cat_branch, n_categories, max_depth):
@@ -71,26 +65,6 @@ def route_rows(X, feature, threshold, first_child, missing_branch, cat_offset, c
                 break
         out[i] = node
     return out
-
-
-def node_depths(first_child: np.ndarray, n_children: np.ndarray) -> np.ndarray:
-    """Depth of each node (the root's is 0), level by level; nodes no walk from the root reaches
-    (only in a corrupt tree) keep -1."""
-    n = len(first_child)
-    depth = np.full(n, -1, np.int32)
-    level = np.zeros(1, np.int64)
-    for d in range(n):  # a tree has at most n levels; a cycle cannot keep this going
-        if not len(level):
-            break
-        depth[level] = d
-        inner = level[first_child[level] >= 0]
-        lengths = n_children[inner].astype(np.int64)
-        ends = np.cumsum(lengths)
-        kids = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - lengths, lengths) \
-            + np.repeat(first_child[inner].astype(np.int64), lengths)
-        level = kids[(kids >= 0) & (kids < n)]
-        level = level[depth[level] < 0]
-    return depth
 
 
 @dataclass
@@ -385,8 +359,6 @@ class Tree:
         ModelError
             If anything in ``d`` is malformed (the message names ``path`` and the field).
         """
-        from .model_fields import At
-        from .tree_check import check_tree
 
         arrays = check_tree(d, At(path, "tree"))
         nodes = {k: arrays[k].astype(t) for k, t in NODE_ARRAYS.items()}

@@ -1,4 +1,5 @@
-"""Trees read from model files are untrusted: a tree document is checked whole before use.
+"""The tree document (its format, version and node arrays), and its check: trees read from model
+files are untrusted, so a tree document is checked whole before use.
 
 The prediction kernels trust a tree's arrays: a child index past the last node is a read out of
 bounds, a child that points back to its parent a loop that never ends. :func:`check_tree` checks
@@ -12,7 +13,36 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model_fields import At, check_labels, check_list, check_str, check_version, float_array, int_array, matrix, MAX_COUNT
+from .model_fields import (MAX_COUNT, At, check_labels, check_list, check_str, check_version, float_array, int_array,
+                           matrix)
+from .schema import CATEGORICAL, NUMERIC
+
+FORMAT = "rainforest.tree"
+VERSION = 1
+KIND_NAMES = {NUMERIC: "numeric", CATEGORICAL: "categorical"}
+NODE_ARRAYS = {"feature": np.int32, "threshold": np.float64, "first_child": np.int32, "n_children": np.int32,
+                "missing_branch": np.int32, "cat_offset": np.int32, "n_node_samples": np.int64,
+                "weighted_n_node_samples": np.float64, "impurity": np.float64}
+
+
+def node_depths(first_child: np.ndarray, n_children: np.ndarray) -> np.ndarray:
+    """Depth of each node (the root's is 0), level by level; nodes no walk from the root reaches
+    (only in a corrupt tree) keep -1."""
+    n = len(first_child)
+    depth = np.full(n, -1, np.int32)
+    level = np.zeros(1, np.int64)
+    for d in range(n):  # a tree has at most n levels; a cycle cannot keep this going
+        if not len(level):
+            break
+        depth[level] = d
+        inner = level[first_child[level] >= 0]
+        lengths = n_children[inner].astype(np.int64)
+        ends = np.cumsum(lengths)
+        kids = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - lengths, lengths) \
+            + np.repeat(first_child[inner].astype(np.int64), lengths)
+        level = kids[(kids >= 0) & (kids < n)]
+        level = level[depth[level] < 0]
+    return depth
 
 MAX_NODES = 2**31 - 1  # node indices are int32
 
@@ -27,8 +57,6 @@ def check_tree(d, at: At) -> dict:
         The node arrays by name (int64 / float64), ``value`` of shape (nodes, classes), and
         ``depth`` of each node.
     """
-    from .tree import FORMAT, KIND_NAMES, NODE_ARRAYS, VERSION, node_depths
-
     check_version(at, d, FORMAT, VERSION, "tree")
     check_str(at / "criterion", at.get(d, "criterion"))
     check_str(at / "target", at.get(d, "target"))
