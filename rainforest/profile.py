@@ -8,7 +8,7 @@ rejects bad data with an error that names the column and value.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -16,54 +16,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DataError
+from .profile_data import ColumnProfile, Profile, midpoint, midpoints, quantile_edges  # noqa: F401 (public here too)
 from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
                      check_weight_total, lower_bound, numeric_values, plain_numbers)
-
-@dataclass
-class ColumnProfile:
-    kind: int
-    nonmissing: int = 0
-    distinct: np.ndarray | None = field(default_factory=lambda: np.empty(0))  # None once too many
-    counts: dict = field(default_factory=dict)  # categorical value -> rows
-    pending: list = field(default_factory=list)  # exact mode: batches' distinct values not merged yet
-
-    def distinct_values(self) -> np.ndarray:
-        """All distinct values seen (exact mode), merging the pending ones: amortised O(n log n),
-        not one union per batch.  Every part is sorted already, so a stable sort (timsort, which
-        merges runs) of their concatenation costs O(n log parts), where np.unique would sort anew."""
-        if self.pending:
-            merged = np.concatenate([self.distinct] + self.pending)
-            merged.sort(kind="stable")
-            first = np.empty(len(merged), np.bool_)
-            first[:1] = True
-            np.not_equal(merged[1:], merged[:-1], out=first[1:])
-            self.distinct = merged[first]
-            self.pending = []
-        return self.distinct
-
-
-@dataclass
-class Profile:
-    """What the profiling pass found."""
-
-    n_rows: int = 0
-    label_counts: dict = field(default_factory=dict)
-    weight_total: float | None = None  # the weight column's sum (None: not summed, e.g. pushed down)
-    columns: dict = field(default_factory=dict)
-    # the binning sample: its first ``n_sample`` rows (numeric columns, Fortran order) and their hashes;
-    # the buffers are filled in place and pruned in place, so a pass allocates them a few times, not per batch
-    sample_hash: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
-    sample: np.ndarray = field(default_factory=lambda: np.empty((0, 0), order="F"))
-    n_sample: int = 0
-    hash_limit: int | None = None  # rows with a smaller hash may enter; None while the sample is not full
-    # a pushed-down profile's quantile bin edges per numeric column (found in the database)
-    sample_edges: dict | None = None
-
-    def held_sample(self) -> np.ndarray:
-        """The sampled rows (rows x numeric columns) in the order they arrived."""
-        return self.sample[:self.n_sample]
-
 
 @dataclass
 class ProfileTask:
@@ -341,27 +297,3 @@ def _sorted_values(counts: dict, name: str) -> list:
         return sorted(counts)
     except TypeError:
         raise DataError(f"column {name!r} mixes values of different types") from None
-
-
-def midpoint(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Halfway between ``a`` and the next value ``b`` (scikit-learn's formula: ``a`` when rounding reaches ``b``)."""
-    t = a / 2.0 + b / 2.0
-    return np.where(t == b, a, t)
-
-
-def midpoints(values: np.ndarray) -> np.ndarray:
-    """Edges halfway between consecutive distinct values."""
-    return midpoint(values[:-1], values[1:])
-
-
-def quantile_edges(values: np.ndarray, max_bins: int) -> np.ndarray:
-    """At most ``max_bins`` bins of about equal weight from a sample; heavy values get bins of their own.
-    (:func:`rainforest.pushdown.profile_query` chooses the same edges in SQL.)"""
-    u, c = np.unique(values, return_counts=True)
-    if len(u) <= max_bins:
-        return midpoints(u)
-    cum = np.cumsum(c)
-    targets = cum[-1] * np.arange(1, max_bins) / max_bins
-    cut_after = np.unique(np.searchsorted(cum, targets, side="left"))
-    cut_after = cut_after[cut_after < len(u) - 1]
-    return midpoints(u)[cut_after]

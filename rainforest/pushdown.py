@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from .errors import DataError
+from .profile_data import ColumnProfile, Profile, midpoint
 from .rowhash import row_hash_sql
 from .schema import CATEGORICAL, Schema
 from .sql import Dialect, category_branches, dialect_of, numeric_sql, routing_case, slot_sql
@@ -169,8 +170,6 @@ def avc_query(task, relation) -> AggregateQuery | None:
 
 def profile_query(task, relation) -> AggregateQuery:
     """The aggregate query of a :class:`rainforest.profile.ProfileTask`."""
-    from .profile import ColumnProfile, Profile, midpoint
-
     d = dialect_of(relation.dialect)
     names = list(task.kinds)
     kinds = [task.kinds[c] for c in names]

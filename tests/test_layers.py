@@ -25,7 +25,7 @@ LAYER_NAMES = {STORAGE: "storage", ENGINE: "engine", LEARNERS: "learners", CLI: 
 # Every module of rainforest/ is placed here by hand (a new module fails until it is): the
 # storage and BOAT packages by prefix.
 ENGINE_MODULES = ["atomic", "avc", "bootstrap", "budget", "compact", "criteria", "split_scores", "categorical_splits", "dask_predict", "datasets",
-                  "errors", "grow", "in_bag", "inputs", "params", "profile", "pruning", "cost_complexity", "subtree", "pushdown", "rowhash", "rows",
+                  "errors", "grow", "in_bag", "inputs", "params", "profile", "pruning", "cost_complexity", "subtree", "profile_data", "pushdown", "rowhash", "rows",
                   "schema", "spill", "sql", "tree", "tree_check", "model_fields", "constraints", "tree_setup", "outputs", "signals", "threads",
                   "combinations", "forest_grow", "forest_kernels", "forest_passes", "forest_rows", "meter", "nodes",
                   "plan", "rules", "supply"]
