@@ -797,7 +797,7 @@ def _feature_kinds(clf) -> list[str]:
         return list(clf.estimators_[0].feature_kinds)
     if hasattr(clf, "estimator_weights_"):
         return _feature_kinds(clf.estimators_[0])
-    kinds = getattr(clf, "_kinds", {})
+    kinds = getattr(clf, "feature_kinds_", {})
     return ["categorical" if kinds.get(c) == CATEGORICAL else "numeric" for c in model_features(clf)]
 
 
