@@ -31,7 +31,7 @@ ENGINE_MODULES = ["atomic", "avc", "bootstrap", "budget", "compact", "criteria",
                   "plan", "rules", "supply", "bayes_counts"]
 LEARNER_MODULES = ["estimators", "forest", "bayes", "boosting", "evaluation", "metrics", "onnx", "dot", "model_check", "model_file",
                    "base", "sklearn_compat"]
-CLI_MODULES = ["cli", "__main__"]
+CLI_MODULES = ["cli", "__main__", "cli_demo", "cli_io", "cli_model", "cli_train"]
 LAYER_OF = {"rainforest": CLI,
             **{f"rainforest.{m}": ENGINE for m in ENGINE_MODULES},
             **{f"rainforest.{m}": LEARNERS for m in LEARNER_MODULES},
