@@ -28,9 +28,9 @@ ENGINE_MODULES = ["atomic", "avc", "bootstrap", "budget", "compact", "criteria",
                   "errors", "grow", "in_bag", "inputs", "params", "profile", "pruning", "pushdown", "rowhash", "rows",
                   "schema", "spill", "sql", "tree", "tree_check", "model_fields", "constraints", "tree_setup", "outputs", "signals", "threads",
                   "combinations", "forest_grow", "forest_kernels", "forest_passes", "forest_rows", "meter", "nodes",
-                  "plan", "rules", "supply", "bayes_counts"]
+                  "plan", "rules", "supply", "bayes_counts", "forest_oob"]
 LEARNER_MODULES = ["estimators", "forest", "bayes", "boosting", "evaluation", "metrics", "onnx", "dot", "model_check", "model_file",
-                   "base", "sklearn_compat"]
+                   "base", "sklearn_compat", "forest_file"]
 CLI_MODULES = ["cli", "__main__", "cli_demo", "cli_io", "cli_model", "cli_train"]
 LAYER_OF = {"rainforest": CLI,
             **{f"rainforest.{m}": ENGINE for m in ENGINE_MODULES},
