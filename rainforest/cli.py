@@ -9,6 +9,10 @@ predictions, plots, exports) are checked before any work (writable, not a folder
 not an input however spelled) and written atomically: a failed command leaves none
 behind, half-written or otherwise.
 
+This module is the parser, the error handling and the dispatch; the commands are
+:mod:`rainforest.cli_train`, :mod:`rainforest.cli_model` (predict, evaluate, inspect) and
+:mod:`rainforest.cli_demo`, over what they share in :mod:`rainforest.cli_io`.
+
 Heavy modules (Numba kernels, pyarrow) are imported by the subcommands, not
 at import time, so ``rainforest --help`` answers at once.
 """
@@ -276,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# -- train's options from the learners' declared parameters ------------------------------------
 class _ParamOptions:
     """Adds ``train``'s options that set an estimator parameter: the option ``--max-depth`` sets
     ``max_depth``, read by that parameter's declared constraints (those of every learner that has it)."""
