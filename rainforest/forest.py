@@ -37,12 +37,10 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
-from .bootstrap import poisson_thresholds, seed_keys, tree_seeds
+from .bootstrap import poisson_thresholds, tree_seeds
 from .combinations import Combinations, draw_combinations
 from .dask_predict import lazy_on_dask
 from .errors import DataError
@@ -50,7 +48,11 @@ from .base import Classifier
 from .budget import parse_bytes
 from .constraints import FOREST_PARAMS
 from .forest_grow import ForestGrower, ForestSpec, ForestStats  # noqa: F401  (ForestStats: grow_stats_)
-from .forest_kernels import bootstrap_block
+# FOREST_FORMAT, FOREST_VERSION: importable from here (model_check.py reads them)
+from .forest_file import (FOREST_FORMAT, FOREST_VERSION, ForestParts, check_forest_format,  # noqa: F401
+                          forest_document, read_forest)
+from .forest_kernels import bootstrap_block  # noqa: F401  (importable from here, as before)
+from .forest_oob import OobPass, gather_oob, tree_input
 from .forest_rows import Columns
 from .inputs import feature_tables, in_memory_rows
 from .model_check import check_document
@@ -65,46 +67,7 @@ from .threads import numba_threads
 from .tree import Tree
 from .tree_setup import batch_size_for, class_weights, grow_params, profile_pass
 
-FOREST_FORMAT = "rainforest.forest"
-FOREST_VERSION = 1
 ALGORITHMS = ("hybrid", "read")
-
-
-# -- out of bag ----------------------------------------------------------------------------------
-@dataclass
-class OobPass:
-    """A :class:`rainforest.storage.PassTask` summing, for every row, the class distributions of the leaves it
-    reaches in the trees whose bootstrap left it out (multiplicity 0), in tree order; the state is
-    the list of ``(first_row, votes, n_trees, labels)`` blocks."""
-
-    forest: object  # a fitted RandomForestClassifier (its trees, their seeds and combinations)
-    label: Label
-
-    def new_state(self) -> list:
-        return []
-
-    def update(self, state: list, batch: pa.RecordBatch, first_row: int) -> list:
-        f = self.forest
-        X = np.ascontiguousarray(f._encoder().encode(batch))
-        y = self.label.codes(batch.column(self.label.name))
-        n = len(y)
-        votes = np.zeros((n, len(f.classes_)))
-        n_oob = np.zeros(n, np.int64)
-        m = np.empty(n, np.uint8)
-        thresholds = f._thresholds()
-        for t, tree in enumerate(f.estimators_):
-            s1, s2 = seed_keys(int(f.tree_seeds_[t]))
-            bootstrap_block(np.int64(first_row), s1, s2, thresholds, m)
-            out = np.flatnonzero(m == 0)
-            if len(out):
-                leaves = tree.apply(f._tree_input(t, X[out]))
-                votes[out] += f._leaf_proba(t)[leaves]
-                n_oob[out] += 1
-        state.append((first_row, votes, n_oob, y))
-        return state
-
-    def merge(self, a: list, b: list) -> list:
-        return a + b
 
 
 # -- the estimator -------------------------------------------------------------------------------
@@ -409,12 +372,9 @@ class RandomForestClassifier(Classifier):
 
     def _set_oob(self, source, label: Label, batch_size: int) -> None:
         columns = list(self._base_names()) + [label.name]
-        blocks = source.run_pass(OobPass(self, label), columns, batch_size)
-        blocks.sort(key=lambda b: b[0])
-        k = self.n_classes_
-        votes = np.concatenate([b[1] for b in blocks]) if blocks else np.empty((0, k))
-        n_oob = np.concatenate([b[2] for b in blocks]) if blocks else np.empty(0, np.int64)
-        y = np.concatenate([b[3] for b in blocks]) if blocks else np.empty(0, np.int32)
+        task = OobPass(self._encoder(), self.estimators_, self.tree_seeds_, self.combinations_, self._leaf_proba,
+                       self._thresholds(), len(self.classes_), label)
+        votes, n_oob, y = gather_oob(source.run_pass(task, columns, batch_size), self.n_classes_)
         if (n_oob == 0).any():
             warnings.warn("some rows are in the bootstrap of every tree, so they have no out-of-bag estimate; "
                           "grow more trees for a reliable oob_score_", UserWarning, stacklevel=3)
@@ -443,10 +403,7 @@ class RandomForestClassifier(Classifier):
 
     def _tree_input(self, t: int, X: np.ndarray) -> np.ndarray:
         """``X`` (raw, C-ordered) with tree ``t``'s Forest-RC combinations appended."""
-        combos = self.combinations_[t]
-        if combos is None:
-            return X
-        return np.ascontiguousarray(np.hstack([X, combos.values(X)]))
+        return tree_input(self.combinations_[t], X)
 
     def _tables(self, X):
         self._check_fitted()
@@ -503,12 +460,8 @@ class RandomForestClassifier(Classifier):
     def forest_dict(self) -> dict:
         """The forest as a ``"rainforest.forest"`` document: trees, seeds, bootstrap, combinations."""
         self._check_fitted()
-        combos = [None if c is None else {"features": c.features.tolist(), "coefficients": c.coefficients.tolist()}
-                  for c in self.combinations_]
-        return {"format": FOREST_FORMAT, "version": FOREST_VERSION, "seed": int(self.seed_),
-                "tree_seeds": [int(s) for s in self.tree_seeds_], "bootstrap_rate": self.bootstrap_rate_,
-                "n_features": int(self.n_features_in_), "combinations": combos,
-                "trees": [t.to_dict() for t in self.estimators_]}
+        return forest_document(ForestParts(self.estimators_, self.tree_seeds_, self.seed_, self.bootstrap_rate_,
+                                           self.n_features_in_, self.combinations_))
 
     def to_json(self) -> str:
         """:meth:`forest_dict` as canonical JSON (equal forests give equal text)."""
@@ -526,27 +479,12 @@ class RandomForestClassifier(Classifier):
         """The estimator saved in ``doc`` (a parsed model file whose estimator is this class)."""
         check_document(doc, path, cls)
         forest = doc.get("forest")
-        if not isinstance(forest, dict) or forest.get("format") != FOREST_FORMAT:
-            raise ValueError(f"{path!r} holds no rainforest forest")
-        if forest.get("version") != FOREST_VERSION:
-            raise ValueError(f"{path!r} has forest format version {forest.get('version')!r}; this build reads "
-                             f"{FOREST_VERSION}")
+        check_forest_format(forest, path)
         est = cls(**params_from_json(doc["params"]))
-        est.estimators_ = [Tree.from_dict(d) for d in forest["trees"]]
-        est.tree_seeds_ = np.asarray(forest["tree_seeds"], np.int64)
-        est.seed_ = int(forest["seed"])
-        est.bootstrap_rate_ = forest["bootstrap_rate"]
-        est.n_features_in_ = int(forest["n_features"])
-        est.combinations_ = []
-        for t, c in enumerate(forest["combinations"]):
-            if c is None:
-                est.combinations_.append(None)
-                continue
-            if len(est.estimators_[t].feature_names) != est.n_features_in_ + len(c["features"]):
-                raise ValueError(f"{path!r}: tree {t} does not have the features of its combinations")
-            cuts = [np.empty(0)] * len(c["features"])  # bins only matter when counting; trees route by threshold
-            est.combinations_.append(Combinations(np.asarray(c["features"], np.int64),
-                                                  np.asarray(c["coefficients"], np.float64), cuts))
+        parts = read_forest(forest, path)
+        est.estimators_, est.tree_seeds_, est.seed_ = parts.trees, parts.tree_seeds, parts.seed
+        est.bootstrap_rate_, est.n_features_in_, est.combinations_ = (parts.bootstrap_rate, parts.n_features,
+                                                                      parts.combinations)
         tree = est.estimators_[0]
         est._set_fitted_inputs(tree.classes, list(tree.feature_names[:est.n_features_in_]),
                                bool(doc.get("has_feature_names")))

@@ -299,11 +299,11 @@ def profile_query(task, relation) -> AggregateQuery:
 # -- naive Bayes ------------------------------------------------------------------------------
 
 def bayes_query(task, relation) -> AggregateQuery | None:
-    """The aggregate query of a :class:`rainforest.bayes.BayesPass` with unit weights (weighted
+    """The aggregate query of a :class:`rainforest.bayes_counts.BayesPass` with unit weights (weighted
     passes stream their rows): class counts, category counts per class, and per class and over all
     rows the count, mean and population variance of each numeric attribute (the database's
     ``avg`` and ``var_pop``), in one ``GROUPING SETS`` query."""
-    from .bayes import BayesCounts, Moments
+    from .bayes_counts import BayesCounts, Moments
 
     if task.weight is not None:
         return None

@@ -19,6 +19,17 @@ def test_textbook_buys_computer():
     assert nb.predict(x)[0] == "Yes"
 
 
+def test_feature_kinds_name_each_column_and_are_a_copy():
+    from rainforest.schema import CATEGORICAL, NUMERIC
+
+    table = pa.table({"age": [30.0, 40.0, 50.0], "city": ["a", "b", "a"], "y": ["p", "q", "p"]})
+    nb = NaiveBayesClassifier().fit(table, target="y")
+    assert nb.feature_kinds_ == {"age": NUMERIC, "city": CATEGORICAL}
+    nb.feature_kinds_["age"] = CATEGORICAL  # a copy: the model keeps its own
+    assert nb.feature_kinds_["age"] == NUMERIC
+    assert not hasattr(NaiveBayesClassifier(), "feature_kinds_")
+
+
 def test_laplacian_correction_of_zero_counts():
     # 1,000 "yes" rows: income low 0, medium 990, high 10; a few "no" rows make "low" a known value
     income = ["medium"] * 990 + ["high"] * 10 + ["low", "medium", "high"]
@@ -121,7 +132,7 @@ def test_numeric_columns_with_and_without_nulls_and_of_any_type_fit_together():
 def test_one_pass_moments_fall_back_to_two_passes_where_they_would_lose_digits():
     """With a known shift (the class means of earlier batches) the moments take one pass; a shift far
     from the values, a missing value or an unknown shift gives the two-pass moments instead."""
-    from rainforest.bayes import column_moments
+    from rainforest.bayes_counts import column_moments
 
     rng = np.random.default_rng(5)
     codes = rng.integers(0, 2, 5000).astype(np.uint8)
@@ -159,7 +170,7 @@ def test_shifted_sums_per_class_equal_numpy(k):
     """Up to MASKED_CLASSES classes the sums are read once per class (vectorised), above it once for
     all; both are each class's sums of x - shift and its square, and a NaN or an infinity reaches
     its class's sums so that column_moments takes two passes."""
-    from rainforest.bayes import MASKED_CLASSES, _shifted_sums
+    from rainforest.bayes_counts import MASKED_CLASSES, _shifted_sums
 
     assert 2 <= MASKED_CLASSES < 5
     rng = np.random.default_rng(k)
@@ -194,7 +205,7 @@ def test_moments_drifting_across_batches_equal_numpy():
 
 
 def test_label_codes_are_narrow_and_close_gaps():
-    from rainforest.bayes import _label_codes
+    from rainforest.bayes_counts import _label_codes
 
     codes, labels, rows = _label_codes(pa.array([7, 9, 9, 7, 12], pa.int8()))  # 8, 10 and 11 absent
     assert codes.dtype == np.uint8 and labels == [7, 9, 12]

@@ -11,7 +11,7 @@ import pytest
 
 import rainforest
 from rainforest import DecisionTreeClassifier
-from rainforest import cli
+from rainforest import cli, cli_train
 from rainforest.datasets import agrawal_table, write_agrawal_parquet
 
 TRAIN_OPTIONS = ["--max-depth", "6", "--criterion", "entropy", "--min-samples-leaf", "5", "--max-bins", "64",
@@ -431,7 +431,7 @@ def test_train_options_come_from_the_estimators_parameters():
     parser = cli.build_parser()
 
     def learner(*options):
-        return cli._learner(parser.parse_args(["train", "d", "--target", "y", "--model", "m.json", *options]))
+        return cli_train.estimator_from_args(parser.parse_args(["train", "d", "--target", "y", "--model", "m.json", *options]))
 
     assert learner().get_params() == DecisionTreeClassifier().get_params()
     forest = learner("--learner", "forest", "--max-features", "all", "--sample-size", "5000", "--exact")

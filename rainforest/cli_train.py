@@ -1,0 +1,120 @@
+"""``rainforest train``: the learner registry and fitting, pruning and saving the chosen estimator.
+
+Each learner's options are its estimator's parameters, as rainforest/constraints.py declares them
+(how an option's text is read comes from there too), plus the command-line options it takes that
+are no parameter. An option given to a learner that has no use for it is an error, not a silent
+no-op.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import time
+from dataclasses import dataclass
+
+from .cli_io import format_seconds, model_summary, opened_data, print_lines
+from .constraints import ADABOOST_PARAMS, BOAT_PARAMS, FOREST_PARAMS, NAIVE_BAYES_PARAMS, TREE_PARAMS  # light
+from .outputs import check_outputs  # light: os, glob and tempfile only
+
+
+@dataclass(frozen=True)
+class Learner:
+    """A ``--learner``: its estimator class (``"module:Class"``, imported when used) and options."""
+
+    estimator: str
+    params: dict  # the estimator's declared parameter constraints
+    options: frozenset = frozenset()  # command-line options that are no parameter
+    fixed: tuple = ()  # (parameter, value) set by the choice itself (a stump's depth)
+    defaults: tuple = ()  # (parameter, value) defaults of the command line that differ from the estimator's
+
+    def make(self, **params):
+        module, name = self.estimator.split(":")
+        return getattr(importlib.import_module(module), name)(**params)
+
+
+LEARNERS = {
+    "tree": Learner("rainforest:DecisionTreeClassifier", TREE_PARAMS,
+                    frozenset({"weight", "exact", "prune", "confidence", "validation"})),
+    "forest": Learner("rainforest:RandomForestClassifier", FOREST_PARAMS,
+                      frozenset({"weight", "exact", "no_bootstrap"})),
+    "bayes": Learner("rainforest:NaiveBayesClassifier", NAIVE_BAYES_PARAMS, frozenset({"weight"})),
+    "adaboost": Learner("rainforest:AdaBoostClassifier", ADABOOST_PARAMS, frozenset({"weight", "base"})),
+    "boat": Learner("rainforest.boat:BoatClassifier", BOAT_PARAMS),
+}
+#: ``--base`` of ``--learner adaboost``: the weak learner (it takes that learner's options too)
+BASES = {
+    "stump": Learner("rainforest:DecisionTreeClassifier", {k: v for k, v in TREE_PARAMS.items() if k != "max_depth"},
+                     frozenset({"exact"}), fixed=(("max_depth", 1),)),
+    "tree": Learner("rainforest:DecisionTreeClassifier", TREE_PARAMS, frozenset({"exact"}),
+                    defaults=(("max_depth", 3),)),
+    "bayes": Learner("rainforest:NaiveBayesClassifier", NAIVE_BAYES_PARAMS),
+}
+# what each command-line option that is no parameter means for the parameters
+OPTION_PARAMS = {"exact": ("max_bins", None), "no_bootstrap": ("bootstrap", False)}
+
+
+def estimator_from_args(args):
+    """The estimator ``rainforest train`` fits, from ``--learner`` and its options."""
+    entry = LEARNERS[args.learner]
+    base = BASES[args.base or "stump"] if args.learner == "adaboost" else None
+    given = {d: getattr(args, d) for d in args.param_options if hasattr(args, d)}
+    given.update((o, True) for o in ("exact", "no_bootstrap", "weight", "prune", "confidence", "validation", "base")
+                 if getattr(args, o) not in (None, False))
+    takes = set(entry.params) | entry.options | (set(base.params) | base.options if base else set())
+    foreign = [k for k in given if k not in takes]
+    if foreign:
+        where = f"--learner {args.learner}" + (f" --base {args.base or 'stump'}" if base else "")
+        option = "--categorical" if foreign[0] == "categorical_features" else f"--{foreign[0].replace('_', '-')}"
+        raise ValueError(f"{option} does not apply to {where}")
+    for option, (param, value) in OPTION_PARAMS.items():
+        if given.pop(option, None):
+            given[param] = value
+    if args.verbose:
+        given["verbose"] = args.verbose
+
+    def params_of(learner: Learner) -> dict:
+        out = dict(learner.defaults)
+        out.update((k, v) for k, v in given.items() if k in learner.params)
+        out.update(learner.fixed)
+        return out
+
+    if base is None:
+        return entry.make(**params_of(entry))
+    return entry.make(estimator=base.make(**params_of(base)),
+                      **{k: v for k, v in params_of(entry).items() if k != "estimator"})
+
+
+def cmd_train(args) -> int:
+    check_outputs({"model": args.model}, [args.data, args.validation])
+    clf = estimator_from_args(args)
+    if (args.prune == "reduced-error") != (args.validation is not None):
+        raise ValueError("--prune reduced-error and --validation DATA go together")
+    if args.confidence is not None and args.prune != "pessimistic":
+        raise ValueError("--confidence applies to --prune pessimistic")
+    t0 = time.perf_counter()
+    with opened_data(args) as data, contextlib.ExitStack() as stack:
+        if hasattr(clf, "close"):  # BOAT's work folder goes once the model is saved
+            stack.callback(clf.close)
+        weight = {"sample_weight": args.weight} if args.weight else {}  # BOAT takes no weights
+        clf.fit(data, target=args.target, features=args.features, **weight)
+        _prune_and_save(args, clf)
+    fit_time = time.perf_counter() - t0
+    where = f" on the Dask cluster at {args.scheduler}" if args.scheduler is not None else ""
+    rows = getattr(clf, "n_rows_", None)
+    print_lines(f"trained a {type(clf).__name__} on {f'{rows:,} rows, ' if rows else ''}{clf.n_features_in_} features, "
+         f"{len(clf.classes_)} classes from {args.data}{where}",
+         *model_summary(clf),
+         *(f"pruned: {p['method'].replace('_', '-')}, {p['nodes_before']} -> {p['nodes_after']} nodes"
+           for p in getattr(clf, "pruning_", [])),
+         f"passes: {clf.n_passes_}",
+         f"time:   {format_seconds(fit_time)}",
+         f"model:  {args.model}")
+    return 0
+
+
+def _prune_and_save(args, clf) -> None:
+    if args.prune == "pessimistic":
+        clf.prune_pessimistic(0.25 if args.confidence is None else args.confidence)
+    elif args.prune == "reduced-error":
+        clf.prune_reduced_error(args.validation, target=args.target)
+    clf.save(args.model)

@@ -1,0 +1,74 @@
+"""The random forest's out-of-bag pass: each row's votes from the trees whose bootstrap left it out.
+
+A row's multiplicity in a tree's bootstrap is recomputed from its hash and the tree's seed
+(:mod:`rainforest.bootstrap`), so the pass needs no stored sample: it routes every row down
+the trees where its multiplicity is 0 and sums their leaves' class distributions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from .bootstrap import seed_keys
+from .forest_kernels import bootstrap_block
+from .schema import Label, Schema
+
+
+def tree_input(combinations, X: np.ndarray) -> np.ndarray:
+    """``X`` (raw, C-ordered) with a tree's Forest-RC ``combinations`` appended (None: ``X`` as is)."""
+    if combinations is None:
+        return X
+    return np.ascontiguousarray(np.hstack([X, combinations.values(X)]))
+
+
+@dataclass
+class OobPass:
+    """A :class:`rainforest.storage.PassTask` summing, for every row, the class distributions of the leaves it
+    reaches in the trees whose bootstrap left it out (multiplicity 0), in tree order; the state is
+    the list of ``(first_row, votes, n_trees, labels)`` blocks."""
+
+    encoder: Schema  # encodes raw batches of the forest's feature columns
+    trees: list  # the fitted trees (rainforest.tree.Tree)
+    tree_seeds: np.ndarray  # each tree's bootstrap seed
+    combinations: list  # each tree's Forest-RC combinations, or None
+    leaf_proba: Callable[[int], np.ndarray]  # tree t -> the class distribution of each of its leaves
+    thresholds: np.ndarray  # the bootstrap's Poisson thresholds
+    n_classes: int
+    label: Label
+
+    def new_state(self) -> list:
+        return []
+
+    def update(self, state: list, batch: pa.RecordBatch, first_row: int) -> list:
+        X = np.ascontiguousarray(self.encoder.encode(batch))
+        y = self.label.codes(batch.column(self.label.name))
+        n = len(y)
+        votes = np.zeros((n, self.n_classes))
+        n_oob = np.zeros(n, np.int64)
+        m = np.empty(n, np.uint8)
+        for t, tree in enumerate(self.trees):
+            s1, s2 = seed_keys(int(self.tree_seeds[t]))
+            bootstrap_block(np.int64(first_row), s1, s2, self.thresholds, m)
+            out = np.flatnonzero(m == 0)
+            if len(out):
+                leaves = tree.apply(tree_input(self.combinations[t], X[out]))
+                votes[out] += self.leaf_proba(t)[leaves]
+                n_oob[out] += 1
+        state.append((first_row, votes, n_oob, y))
+        return state
+
+    def merge(self, a: list, b: list) -> list:
+        return a + b
+
+
+def gather_oob(blocks: list, n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The state of an :class:`OobPass` in row order: each row's summed votes, its number of
+    out-of-bag trees and its label code."""
+    blocks = sorted(blocks, key=lambda b: b[0])
+    votes = np.concatenate([b[1] for b in blocks]) if blocks else np.empty((0, n_classes))
+    n_oob = np.concatenate([b[2] for b in blocks]) if blocks else np.empty(0, np.int64)
+    y = np.concatenate([b[3] for b in blocks]) if blocks else np.empty(0, np.int32)
+    return votes, n_oob, y
