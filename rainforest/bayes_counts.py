@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DataError
+from .pushdown import AggregateQuery, grouping_index
+from .sql import dialect_of, numeric_sql
 from .schema import CATEGORICAL, category_values, numeric_values, plain_numbers
 
 
@@ -170,7 +172,6 @@ class BayesPass:
 
     def sql_aggregate(self, relation):
         """This pass as one ``GROUPING SETS`` query over a SQL relation (unit weights), else None."""
-        from .pushdown import bayes_query
         return bayes_query(self, relation)
 
 
@@ -394,3 +395,66 @@ def _dense_codes(v, lo, span, codes):
     for i in range(v.shape[0]):
         codes[i] = lookup[codes[i]]
     return rows
+
+
+# -- the pass in SQL ---------------------------------------------------------------------------
+def bayes_query(task, relation) -> AggregateQuery | None:
+    """The aggregate query of a :class:`BayesPass` with unit weights (weighted
+    passes stream their rows): class counts, category counts per class, and per class and over all
+    rows the count, mean and population variance of each numeric attribute (the database's
+    ``avg`` and ``var_pop``), in one ``GROUPING SETS`` query."""
+    if task.weight is not None:
+        return None
+    d = dialect_of(relation.dialect)
+    names = list(task.kinds)
+    arrow = relation.schema
+    cats = [j for j, c in enumerate(names) if task.kinds[c] == CATEGORICAL]
+    nums = [j for j, c in enumerate(names) if task.kinds[c] != CATEGORICAL]
+    enc = [f"{d.ident(task.target)} AS y"]
+    for j, c in enumerate(names):
+        enc.append(f"{d.ident(c)} AS a{j}" if j in cats else f"{numeric_sql(c, arrow.field(c).type, d)} AS a{j}")
+    moments = ", ".join(f"count(a{j}) AS n{j}, avg(a{j}) AS m{j}, var_pop(a{j}) AS v{j}, "
+                        f"sum(CASE WHEN {d.is_inf(f'a{j}')} THEN 1 ELSE 0 END) AS inf{j}" for j in nums)
+    keys = [f"a{j}" for j in cats]
+    sets = ["(y)", "()"] + [f"(y, a{j})" for j in cats]
+    group = (f"CASE WHEN GROUPING(y) = 1 THEN -2 WHEN {' AND '.join(f'GROUPING(a{j}) = 1' for j in cats) or 'TRUE'} "
+             f"THEN -1 ELSE {grouping_index(keys, d)} END") if cats else "CASE WHEN GROUPING(y) = 1 THEN -2 ELSE -1 END"
+    sql = (f"SELECT {group} AS g, y{''.join(f', a{j}' for j in cats)}, count(*) AS n"
+           f"{', ' + moments if moments else ''} FROM (SELECT {', '.join(enc)} FROM {relation.from_sql}) AS e "
+           f"GROUP BY GROUPING SETS ({', '.join(sets)})")
+    query = AggregateQuery(sql, None)
+
+    def finish(table: pa.Table):
+        state = BayesCounts()
+        g = table.column("g").to_numpy(zero_copy_only=False).astype(np.int64)
+        rows = table.to_pylist()
+        for r, gi in zip(rows, g):
+            if gi == -2:
+                state.n_rows = int(r["n"])
+                for j in nums:
+                    if r[f"inf{j}"]:
+                        raise DataError(f"column {names[j]!r} of {task.where} holds infinite values; "
+                                        f"infinite values are not allowed")
+                    if r[f"n{j}"]:
+                        state.spread[names[j]] = Moments(float(r[f"n{j}"]), float(r[f"m{j}"]),
+                                                         float(r[f"v{j}"]) * float(r[f"n{j}"]))
+            elif gi == -1:
+                if r["y"] is None or (isinstance(r["y"], float) and np.isnan(r["y"])):
+                    raise DataError(f"the target column {task.target!r} of {task.where} has null or NaN values")
+                state.class_weight[r["y"]] = float(r["n"])
+                for j in nums:
+                    per_class = state.moments.setdefault(names[j], {})
+                    m = Moments()
+                    if r[f"n{j}"]:
+                        m.merge(float(r[f"n{j}"]), float(r[f"m{j}"]), float(r[f"v{j}"]) * float(r[f"n{j}"]))
+                    per_class[r["y"]] = m
+            else:
+                name = names[cats[gi]]
+                value = r[f"a{cats[gi]}"]
+                if value is not None:
+                    state.categories.setdefault(name, {})[(r["y"], value)] = float(r["n"])
+        query.rows = state.n_rows
+        return state
+
+    query.finish = finish
+    return query

@@ -42,7 +42,7 @@ class AggregateQuery:
     rows: int = 0  # rows the pass covered, known once finished (for the progress log)
 
 
-def _grouping_index(names: list[str], d: Dialect) -> str:
+def grouping_index(names: list[str], d: Dialect) -> str:
     """Which grouping set a result row belongs to: the index of the one grouped column in ``names``."""
     whens = " ".join(f"WHEN GROUPING({n}) = 0 THEN {i}" for i, n in enumerate(names))
     return f"CASE {whens} END"
@@ -130,7 +130,7 @@ def avc_query(task, relation) -> AggregateQuery | None:
         else:
             slots.append(f"CASE WHEN a{j} IS NULL THEN NULL ELSE {slot_sql(f'a{j}', a.cuts, d)} END AS s{j}")
     keys = [f"s{j}" for j in counted]
-    sql = (f"SELECT node, y, {_grouping_index(keys, d)} AS g, {', '.join(keys)}, count(*) AS n"
+    sql = (f"SELECT node, y, {grouping_index(keys, d)} AS g, {', '.join(keys)}, count(*) AS n"
            + (", sum(w) AS w" if weighted_column else "")
            + f" FROM (SELECT {node} AS node, y{', w' if weighted_column else ''}, {', '.join(slots)}"
            + f" FROM (SELECT {', '.join(inner)} FROM {relation.from_sql}) AS e) AS r"
@@ -192,7 +192,7 @@ def profile_query(task, relation) -> AggregateQuery:
         ctes.append(f"s AS (SELECT * FROM {hashed} ORDER BY hash LIMIT {int(task.sample_rows)})")
         # per sampled column, its distinct values in the sample with their counts ...
         value = "CASE g " + " ".join(f"WHEN {i} THEN a{j}" for i, j in enumerate(sampled)) + " END"
-        ctes.append(f"c AS (SELECT g, {value} AS u, n FROM (SELECT {_grouping_index([f'a{j}' for j in sampled], d)} "
+        ctes.append(f"c AS (SELECT g, {value} AS u, n FROM (SELECT {grouping_index([f'a{j}' for j in sampled], d)} "
                     f"AS g, {', '.join(f'a{j}' for j in sampled)}, count(*) AS n FROM s "
                     f"GROUP BY GROUPING SETS ({', '.join(f'(a{j})' for j in sampled)})) AS c0)")
         ctes.append("r AS (SELECT g, u, lead(u) OVER (PARTITION BY g ORDER BY u) AS hi, n, "
@@ -213,7 +213,7 @@ def profile_query(task, relation) -> AggregateQuery:
     is_null = key_of_group(lambda a, j: f"({a} IS NULL)")
     is_inf = key_of_group(lambda a, j: d.is_inf(a) if kinds[j] != CATEGORICAL else "FALSE")
     bad_w = (f"(w IS NULL OR {d.is_nan('w')} OR {d.is_inf('w')} OR w < 0)" if task.weight is not None else "FALSE")
-    grouped = (f"SELECT CASE WHEN GROUPING(y) = 0 THEN -1 ELSE {_grouping_index(keys, d)} END AS g, y, "
+    grouped = (f"SELECT CASE WHEN GROUPING(y) = 0 THEN -1 ELSE {grouping_index(keys, d)} END AS g, y, "
                f"{', '.join(keys)}, count(*) AS n, sum(CASE WHEN {bad_w} THEN 1 ELSE 0 END) AS bad_w, "
                f"min(CASE WHEN {bad_w} THEN {'w' if task.weight else 'NULL'} END) AS bad_w_value "
                f"FROM {source} GROUP BY GROUPING SETS ((y), {', '.join(f'({k})' for k in keys)}, ())")
@@ -291,72 +291,6 @@ def profile_query(task, relation) -> AggregateQuery:
                 p.sample_edges[c] = midpoint(lo[order], hi[order])
         query.rows = p.n_rows
         return p
-
-    query.finish = finish
-    return query
-
-
-# -- naive Bayes ------------------------------------------------------------------------------
-
-def bayes_query(task, relation) -> AggregateQuery | None:
-    """The aggregate query of a :class:`rainforest.bayes_counts.BayesPass` with unit weights (weighted
-    passes stream their rows): class counts, category counts per class, and per class and over all
-    rows the count, mean and population variance of each numeric attribute (the database's
-    ``avg`` and ``var_pop``), in one ``GROUPING SETS`` query."""
-    from .bayes_counts import BayesCounts, Moments
-
-    if task.weight is not None:
-        return None
-    d = dialect_of(relation.dialect)
-    names = list(task.kinds)
-    arrow = relation.schema
-    cats = [j for j, c in enumerate(names) if task.kinds[c] == CATEGORICAL]
-    nums = [j for j, c in enumerate(names) if task.kinds[c] != CATEGORICAL]
-    enc = [f"{d.ident(task.target)} AS y"]
-    for j, c in enumerate(names):
-        enc.append(f"{d.ident(c)} AS a{j}" if j in cats else f"{numeric_sql(c, arrow.field(c).type, d)} AS a{j}")
-    moments = ", ".join(f"count(a{j}) AS n{j}, avg(a{j}) AS m{j}, var_pop(a{j}) AS v{j}, "
-                        f"sum(CASE WHEN {d.is_inf(f'a{j}')} THEN 1 ELSE 0 END) AS inf{j}" for j in nums)
-    keys = [f"a{j}" for j in cats]
-    sets = ["(y)", "()"] + [f"(y, a{j})" for j in cats]
-    group = (f"CASE WHEN GROUPING(y) = 1 THEN -2 WHEN {' AND '.join(f'GROUPING(a{j}) = 1' for j in cats) or 'TRUE'} "
-             f"THEN -1 ELSE {_grouping_index(keys, d)} END") if cats else "CASE WHEN GROUPING(y) = 1 THEN -2 ELSE -1 END"
-    sql = (f"SELECT {group} AS g, y{''.join(f', a{j}' for j in cats)}, count(*) AS n"
-           f"{', ' + moments if moments else ''} FROM (SELECT {', '.join(enc)} FROM {relation.from_sql}) AS e "
-           f"GROUP BY GROUPING SETS ({', '.join(sets)})")
-    query = AggregateQuery(sql, None)
-
-    def finish(table: pa.Table):
-        state = BayesCounts()
-        g = table.column("g").to_numpy(zero_copy_only=False).astype(np.int64)
-        rows = table.to_pylist()
-        for r, gi in zip(rows, g):
-            if gi == -2:
-                state.n_rows = int(r["n"])
-                for j in nums:
-                    if r[f"inf{j}"]:
-                        raise DataError(f"column {names[j]!r} of {task.where} holds infinite values; "
-                                        f"infinite values are not allowed")
-                    if r[f"n{j}"]:
-                        state.spread[names[j]] = Moments(float(r[f"n{j}"]), float(r[f"m{j}"]),
-                                                         float(r[f"v{j}"]) * float(r[f"n{j}"]))
-            elif gi == -1:
-                if r["y"] is None or (isinstance(r["y"], float) and np.isnan(r["y"])):
-                    raise DataError(f"the target column {task.target!r} of {task.where} has null or NaN values")
-                state.class_weight[r["y"]] = float(r["n"])
-                for j in nums:
-                    per_class = state.moments.setdefault(names[j], {})
-                    m = Moments()
-                    if r[f"n{j}"]:
-                        m.merge(float(r[f"n{j}"]), float(r[f"m{j}"]), float(r[f"v{j}"]) * float(r[f"n{j}"]))
-                    per_class[r["y"]] = m
-            else:
-                name = names[cats[gi]]
-                value = r[f"a{cats[gi]}"]
-                if value is not None:
-                    state.categories.setdefault(name, {})[(r["y"], value)] = float(r["n"])
-        query.rows = state.n_rows
-        return state
 
     query.finish = finish
     return query
