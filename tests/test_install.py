@@ -65,8 +65,12 @@ def test_editable_install_trains_on_worker_processes(venv_python, tmp_path):
 
 
 def test_regular_install_into_a_folder(venv_python, tmp_path):
+    # A regular build writes build/ and *.egg-info beside the sources: build a copy, not the checkout.
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", ".venv", "tests", "benchmarks", "build",
+                                                                 "*.egg-info", "__pycache__"))
     target = tmp_path / "site"
-    run([venv_python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", target, REPO],
+    run([venv_python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", target, source],
         tmp_path)
     assert (target / "rainforest" / "storage" / "base.py").exists()
     assert (target / "rainforest" / "boat" / "estimator.py").exists()
