@@ -23,7 +23,7 @@ from .dask_predict import lazy_on_dask
 from .errors import DataError
 from .base import Classifier
 from .inputs import feature_tables
-from .model_file import params_from_json, plain, register_reader, write_model
+from .model_file import BAYES_FORMAT, BAYES_VERSION, params_from_json, plain, register_reader, write_model
 from .constraints import NAIVE_BAYES_PARAMS
 from .model_check import check_document
 from .profile import ProfileTask
@@ -31,8 +31,6 @@ from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_va
                      numeric_values)
 
 #: the naive Bayes part of a model file (also embedded, once per round, in a boosted model)
-BAYES_FORMAT = "rainforest.naive_bayes"
-BAYES_VERSION = 1
 
 
 # -- the estimator --------------------------------------------------------------------------

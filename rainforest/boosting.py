@@ -32,7 +32,8 @@ from .errors import DataError
 from .estimators import DecisionTreeClassifier
 from .grow import grow_tree
 from .inputs import feature_tables
-from .model_file import jsonable_params, params_from_json, plain, register_reader, write_model
+from .model_file import (BOOSTING_FORMAT, BOOSTING_VERSION, jsonable_params, params_from_json, plain,
+                         register_reader, write_model)
 from .constraints import ADABOOST_PARAMS
 from .model_check import check_document
 from .schema import Label, numeric_values
@@ -43,9 +44,8 @@ BOOST_WEIGHT = "__boost_weight__"
 PREVIOUS_WRONG = "__previous_wrong__"
 
 #: the boosting part of a model file
-BOOSTING_FORMAT = "rainforest.adaboost"
-BOOSTING_VERSION = 1
 #: the weak learners a model file may name, by class name
+# the names are model_file.BOOSTING_BASES, which the model checks accept
 BASE_LEARNERS = {"DecisionTreeClassifier": DecisionTreeClassifier, "NaiveBayesClassifier": NaiveBayesClassifier}
 
 

@@ -48,7 +48,7 @@ from .base import Classifier
 from .budget import parse_bytes
 from .constraints import FOREST_PARAMS
 from .forest_grow import ForestGrower, ForestSpec, ForestStats  # noqa: F401  (ForestStats: grow_stats_)
-# FOREST_FORMAT, FOREST_VERSION: importable from here (model_check.py reads them)
+# FOREST_FORMAT, FOREST_VERSION: importable from here too (defined in model_file.py)
 from .forest_file import (FOREST_FORMAT, FOREST_VERSION, ForestParts, check_forest_format,  # noqa: F401
                           forest_document, read_forest)
 from .forest_kernels import bootstrap_block  # noqa: F401  (importable from here, as before)

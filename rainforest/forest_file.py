@@ -6,11 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .model_file import FOREST_FORMAT, FOREST_VERSION
 from .combinations import Combinations
 from .tree import Tree
 
-FOREST_FORMAT = "rainforest.forest"
-FOREST_VERSION = 1
 
 
 @dataclass

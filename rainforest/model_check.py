@@ -19,9 +19,12 @@ import inspect
 import numpy as np
 
 from .errors import ModelError
-from .model_file import RENAMED_PARAMS
+from .model_file import (BAYES_FORMAT, BAYES_VERSION, BOOSTING_BASES, BOOSTING_FORMAT, BOOSTING_VERSION, CLASSES,
+                         FOREST_FORMAT, FOREST_VERSION, RENAMED_PARAMS)
+from .schema import CATEGORICAL, NUMERIC
 from .tree_check import check_tree, check_trees_agree
-from .model_fields import (At, check_int, check_labels, check_list, check_number, check_str, check_version, float_array, int_array, is_int, is_label, kind_of, matrix, MAX_COUNT)
+from .model_fields import (MAX_COUNT, At, check_int, check_labels, check_list, check_number, check_str, check_version,
+                           float_array, int_array, is_int, is_label, kind_of, matrix)
 
 # -- estimators and their parameters ---------------------------------------------------------------
 def check_params(at: At, params, cls) -> dict:
@@ -87,8 +90,6 @@ def check_document(doc, path: str, cls) -> None:
 # -- forest ---------------------------------------------------------------------------------------
 def check_forest(d, at: At) -> None:
     """A forest's part: its trees, their seeds and their Forest-RC combinations."""
-    from .forest import FOREST_FORMAT, FOREST_VERSION
-
     check_version(at, d, FOREST_FORMAT, FOREST_VERSION, "forest")
     check_int(at / "seed", at.get(d, "seed"), least=0)
     check_number(at / "bootstrap_rate", at.get(d, "bootstrap_rate"), least=0)
@@ -127,9 +128,6 @@ def check_bayes(d, at: At, params: dict) -> None:
     Beyond types and shapes: class weights > 0 and each class's variance of each numeric
     attribute > 0 (a density never divides by zero).
     """
-    from .bayes import BAYES_FORMAT, BAYES_VERSION
-    from .schema import CATEGORICAL, NUMERIC
-
     check_version(at, d, BAYES_FORMAT, BAYES_VERSION, "naive Bayes")
     check_str(at / "target", at.get(d, "target"))
     kinds = {}
@@ -175,8 +173,6 @@ def _class_weights(at: At, pairs) -> dict:
 
 
 def _check_gaussian(at: At, c, kinds: dict, var_smoothing: float) -> None:
-    from .schema import CATEGORICAL
-
     check_int(at / "n_rows", at.get(c, "n_rows"), least=0)
     classes = _class_weights(at / "class_weight", at.get(c, "class_weight"))
     numeric = [a for a, k in kinds.items() if k != CATEGORICAL]
@@ -234,15 +230,13 @@ def _moments(at: At, m) -> tuple:
 # -- boosting --------------------------------------------------------------------------------------
 def check_boosting(d, at: At, params: dict) -> None:
     """A boosted model: its rounds' learners (trees or naive Bayes), weights and errors."""
-    from .boosting import BASE_LEARNERS, BOOSTING_FORMAT, BOOSTING_VERSION
-
     base = params.get("estimator")
     pat = At(at.path, at.what, "params") / "estimator"
     if base is not None:
         name = pat.get(base, "estimator")
-        if not isinstance(name, str) or name not in BASE_LEARNERS:
+        if not isinstance(name, str) or name not in BOOSTING_BASES or name not in CLASSES:
             (pat / "estimator").fail(f"unknown base estimator {name!r}"[:200])
-        check_params(pat / "params", pat.get(base, "params"), BASE_LEARNERS[name])
+        check_params(pat / "params", pat.get(base, "params"), CLASSES[name])
     check_version(at, d, BOOSTING_FORMAT, BOOSTING_VERSION, "boosting")
     check_str(at / "target", at.get(d, "target"))
     features = check_list(at / "features", at.get(d, "features"), least=1)

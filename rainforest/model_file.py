@@ -23,9 +23,17 @@ from .errors import ModelError
 
 MODEL_FORMAT = "rainforest.model"
 MODEL_VERSION = 1
+# the learners' own parts of a model file: their formats and versions
+FOREST_FORMAT, FOREST_VERSION = "rainforest.forest", 1
+BAYES_FORMAT, BAYES_VERSION = "rainforest.naive_bayes", 1
+BOOSTING_FORMAT, BOOSTING_VERSION = "rainforest.adaboost", 1
+#: the estimators a boosted model's rounds may hold
+BOOSTING_BASES = ("DecisionTreeClassifier", "NaiveBayesClassifier")
 
 #: estimator class name -> reader(doc, path) giving the fitted estimator
 READERS: dict[str, Callable] = {}
+#: estimator class name -> the class whose reader is registered (the model checks read its parameters)
+CLASSES: dict[str, type] = {}
 #: the modules whose import registers a reader: imported by :func:`load` on first use (the package
 #: imports its learners lazily, and a program may call ``load`` before using any of them)
 LEARNER_MODULES = ("rainforest.estimators", "rainforest.forest", "rainforest.bayes", "rainforest.boosting")
@@ -42,8 +50,12 @@ RENAMED_PARAMS = {"binning_sample": "sample_size", "work_dir": "spill_dir"}
 
 
 def register_reader(estimator: str, reader: Callable) -> None:
-    """Make :func:`load` read files of ``estimator`` (a class name) with ``reader(doc, path)``."""
+    """Make :func:`load` read files of ``estimator`` (a class name) with ``reader(doc, path)``
+    (a classmethod of the estimator's class, which is recorded too)."""
     READERS[estimator] = reader
+    owner = getattr(reader, "__self__", None)
+    if isinstance(owner, type):
+        CLASSES[estimator] = owner
 
 
 def write_model(path, estimator, n_passes, params: dict | None = None, **parts) -> None:
