@@ -55,16 +55,14 @@ COMMON = {
                              "scikit-learn's 'Reshape your data'",
     "check_requires_y_none": "fit without y asks for y or target= in rainforest's words, not scikit-learn's",
 }
-_ZERO_WEIGHTS = {"check_all_zero_sample_weights_error": "all-zero sample weights are not refused: the fit ends "
-                                                        "with one leaf (or no model) instead of a ValueError"}
 _WEIGHT_EQUIVALENCE = {"check_sample_weight_equivalence_on_dense_data":
                        "a weight is not a repeated row: min_samples_* count distinct rows (what an out-of-core "
                        "count sees), and bin edges come from an unweighted sample of rows"}
 EXPECTED_FAILURES = {
-    "DecisionTreeClassifier": {**_ZERO_WEIGHTS, **_WEIGHT_EQUIVALENCE},
-    "RandomForestClassifier": {**_ZERO_WEIGHTS, **_WEIGHT_EQUIVALENCE},
-    "AdaBoostClassifier": {**_ZERO_WEIGHTS, **_WEIGHT_EQUIVALENCE},
-    "NaiveBayesClassifier": _ZERO_WEIGHTS,
+    "DecisionTreeClassifier": _WEIGHT_EQUIVALENCE,
+    "RandomForestClassifier": _WEIGHT_EQUIVALENCE,
+    "AdaBoostClassifier": _WEIGHT_EQUIVALENCE,
+    "NaiveBayesClassifier": {},
     "BoatClassifier": {},  # takes no sample_weight: those checks do not run
 }
 
