@@ -216,7 +216,9 @@ class RandomForestClassifier(Classifier):
         if mf == "log2":
             return max(1, int(math.log2(n)))
         if is_int(mf):
-            return min(int(mf), n)
+            if mf > n:  # as scikit-learn: more than there are is a mistake, not "all of them"
+                raise ValueError(f"max_features={mf} is more than the {n} features each node can draw from")
+            return int(mf)
         return max(1, int(mf * n))
 
     def _rate(self, n_rows: int) -> float | None:

@@ -11,6 +11,7 @@ Also scikit-learn's parameter conventions (``get_params`` / ``set_params`` with 
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from dataclasses import dataclass
 
@@ -176,13 +177,17 @@ class Columns:
 
 @dataclass(frozen=True)
 class ClassWeights:
-    """``"balanced"`` or a dict from class to weight (checked against the classes in ``fit``)."""
+    """``"balanced"`` or a dict from class to a finite weight >= 0 (its classes are checked against the
+    target in ``fit``): a negative or non-finite weight would give negative or NaN probabilities."""
 
     def accepts(self, v) -> bool:
-        return (isinstance(v, str) and v == "balanced") or isinstance(v, dict)
+        if isinstance(v, dict):
+            return all(isinstance(w, (int, float, np.integer, np.floating)) and not isinstance(w, bool)
+                       and math.isfinite(w) and w >= 0 for w in v.values())
+        return isinstance(v, str) and v == "balanced"
 
     def describe(self) -> str:
-        return "None, 'balanced' or a dict"
+        return "'balanced' or a dict of finite weights >= 0"
 
     def parse(self, text: str):
         return text

@@ -49,7 +49,10 @@ def class_weights(class_weight, classes, counts: dict, n_rows: int) -> np.ndarra
     for k in cw:
         if k not in counts:
             raise ValueError(f"class_weight names class {k!r}, which is not in the target")
-    return np.array([float(cw.get(c, 1.0)) for c in classes], dtype=np.float64)
+    weights = np.array([float(cw.get(c, 1.0)) for c in classes], dtype=np.float64)
+    if not weights.any():
+        raise ValueError(f"class_weight gives every class a weight of 0: {cw!r}")
+    return weights
 
 
 def grow_params(est, n_rows: int, *, algorithm: str | None = None, spill_dir=None) -> GrowParams:

@@ -252,3 +252,26 @@ def test_few_float_classes_and_whole_float_classes_are_labels(tmp_path):
     whole = np.floor(x * 20)  # many distinct values, all whole numbers: classes, as integers would be
     pq.write_table(t.set_column(2, "y", pa.array(whole)), tmp_path / "d.parquet")
     assert len(DecisionTreeClassifier(max_depth=2).fit(str(tmp_path / "d.parquet"), target="y").classes_) > 32
+
+
+# -- class weights and max_features (issue 14, item 7 and Build 3) -----------------------------------
+@pytest.mark.parametrize("weight", [-1.0, float("nan"), float("inf")])
+def test_a_negative_or_non_finite_class_weight_is_refused(weight):
+    from rainforest import DecisionTreeClassifier
+
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="class_weight"):
+        DecisionTreeClassifier(class_weight={0: weight, 1: 1.0}).fit(X, y)
+    with pytest.raises(ValueError, match="every class a weight of 0"):
+        DecisionTreeClassifier(class_weight={0: 0, 1: 0}).fit(X, y)
+
+
+def test_max_features_above_the_features_is_refused():
+    from rainforest import RandomForestClassifier
+
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="max_features=4 is more than the 3 features"):
+        RandomForestClassifier(max_features=4, n_estimators=2).fit(X, y)
+    assert RandomForestClassifier(max_features=3, n_estimators=2).fit(X, y).score(X, y) > 0.9
