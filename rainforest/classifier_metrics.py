@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import MissingDependency
 from .atomic import atomic_path
 
 AVERAGES = (None, "binary", "micro", "macro", "weighted")
@@ -353,7 +354,7 @@ class Evaluation:
             matplotlib.use("Agg", force=False)
             import matplotlib.pyplot as plt
         except ImportError:
-            raise ImportError("writing a ROC curve needs matplotlib: pip install matplotlib") from None
+            raise MissingDependency("writing a ROC curve needs matplotlib: pip install matplotlib") from None
         labels = [self._pos_label(None)] if len(self.curves) == 2 else list(self.curves)
         fig, ax = plt.subplots(figsize=(5, 5))
         try:

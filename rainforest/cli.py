@@ -22,6 +22,7 @@ import argparse
 import os
 import sys
 
+from .errors import MissingDependency  # light: errors imports only storage's base
 from .cli_demo import cmd_demo
 from .cli_model import cmd_evaluate, cmd_inspect, cmd_predict
 from .cli_train import BASES, LEARNERS, cmd_train
@@ -374,8 +375,9 @@ def main(argv=None) -> int:
         except OSError:
             pass
         return 1
-    except (ValueError, OSError) as exc:
-        # DataError, SourceError, BudgetError are ValueErrors; MissingPathError a FileNotFoundError.
+    except (ValueError, OSError, MissingDependency) as exc:
+        # DataError, SourceError, BudgetError are ValueErrors; MissingPathError a FileNotFoundError;
+        # MissingDependency names the package to install (the command's other outputs are written).
         sys.stdout.flush()
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+from .errors import MissingDependency
 from .cli_io import load_model, model_summary, opened_data, print_lines
 from .outputs import check_outputs  # light: os, glob and tempfile only
 
@@ -99,7 +100,7 @@ def cmd_evaluate(args) -> int:
     for n, row in zip(names, cm):
         print_lines(f"{n:>{width}}  " + " ".join(f"{int(round(v)):>{width},}" for v in row))
     print_lines("", ev.report(digits=4))
-    if args.roc is not None:
+    if args.roc is not None:  # the report above is out whatever happens here
         ev.plot_roc(args.roc, title=f"ROC curve of {os.path.basename(args.model)}")
         print_lines("", f"ROC curve written to {args.roc}")
     return 0
@@ -176,21 +177,32 @@ def _export(args, clf, trees) -> list[str]:
         raise ValueError(f"--{wanted[0]} exports one tree; {args.model!r} holds a {type(clf).__name__}"
                          + (" (choose one with --tree K)" if hasattr(clf, "tree_seeds_") else ""))
     check_outputs({f"{a.upper()} file": getattr(args, a) for a in ("dot", "png", "onnx")}, [args.model])
-    lines = []
+    lines, missing = [], []
+
+    def write(label, path, export):
+        """One export; one that needs a missing package or program is left out and said, the others
+        are still written."""
+        try:
+            export()
+        except MissingDependency as exc:
+            missing.append(f"{label} not written: {exc}")
+        else:
+            lines.append(f"{label + ':':<11}{path}")
+
     if args.dot is not None:
         from .dot import export_dot
-        export_dot(tree, args.dot, filled=True)
-        lines.append(f"DOT:       {args.dot}")
+        write("DOT", args.dot, lambda: export_dot(tree, args.dot, filled=True, max_depth=args.max_depth))
     if args.png is not None:
         from .dot import render_png
-        render_png(tree, args.png, filled=True)
-        lines.append(f"PNG:       {args.png}")
+        write("PNG", args.png, lambda: render_png(tree, args.png, filled=True, max_depth=args.max_depth))
     if args.onnx is not None:
         from .onnx import to_onnx
-        to_onnx(clf if args.tree is None else tree, args.onnx)
-        lines.append(f"ONNX:      {args.onnx}")
+        write("ONNX", args.onnx, lambda: to_onnx(clf if args.tree is None else tree, args.onnx))
     if args.sql is not None:
         lines += ["", f"SQL ({args.sql}):", tree.to_sql(args.sql)]
+    if missing:  # the other outputs are written: say them, then fail with what to install
+        print_lines(*lines)
+        raise MissingDependency("; ".join(missing))
     return lines
 
 

@@ -16,6 +16,7 @@ import subprocess
 
 import numpy as np
 
+from .errors import MissingDependency
 from .errors import NotFittedError
 from .atomic import atomic_path, write_atomic
 from .tree import Tree
@@ -214,14 +215,16 @@ def render_png(model, path, *, format: str = "png", **kwargs) -> str:
 
     Raises
     ------
+    MissingDependency
+        If Graphviz's ``dot`` is not on ``PATH`` (an ImportError).
     RuntimeError
-        If Graphviz's ``dot`` is not on ``PATH``, or it fails (its message included).
+        If ``dot`` fails (its message included).
     """
     dot = shutil.which("dot")
     if dot is None:
-        raise RuntimeError("render_png needs Graphviz: its `dot` program is not on PATH. Install Graphviz "
-                           "(https://graphviz.org/download/, e.g. `apt install graphviz` or `conda install "
-                           "graphviz`), or write DOT text with export_dot and render it elsewhere")
+        raise MissingDependency("drawing a tree needs Graphviz, whose `dot` program is not on PATH: install "
+                                "graphviz (e.g. `apt install graphviz` or `conda install graphviz`), or write "
+                                "DOT text with export_dot and render it elsewhere")
     text = export_dot(model, **kwargs)
     path = os.fspath(path)
     with atomic_path(path, suffix=f".{format}") as tmp:

@@ -6,6 +6,11 @@ class DataError(SourceError):
     """The data cannot be trained on as given (bad target, bad column, bad value)."""
 
 
+class MissingDependency(ImportError):
+    """An optional package or program a requested output needs is not installed; the message names
+    what to install."""
+
+
 class BudgetError(ValueError):
     """The memory budget is too small for the smallest unit of work."""
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import MissingDependency
 from .atomic import write_atomic
 from .errors import DataError, NotFittedError
 from .schema import CATEGORICAL, NUMERIC, Attribute, Schema
@@ -54,7 +55,7 @@ def _onnx():
     try:
         import onnx
     except ImportError:
-        raise ImportError("ONNX export needs the onnx package: pip install 'rainforest[onnx]'") from None
+        raise MissingDependency("ONNX export needs the onnx package: pip install 'rainforest[onnx]'") from None
     return onnx
 
 

@@ -451,3 +451,28 @@ def test_train_options_come_from_the_estimators_parameters():
                 for name in params}
     options = parser.parse_args(["train", "d", "--target", "y", "--model", "m.json"]).param_options
     assert options and set(options) <= declared
+
+
+# -- optional pieces (issue 16, item 5) ---------------------------------------------------------------
+def test_a_missing_optional_package_is_one_line_and_the_other_outputs_are_written(trained, data, tmp_path):
+    """Without matplotlib, evaluate --roc still prints its report, then one error line naming the package;
+    without Graphviz, inspect --png still writes the DOT file, and the DOT honours --max-depth."""
+    model, clf, _ = trained
+    blocker = tmp_path / "blocked"
+    blocker.mkdir()
+    (blocker / "matplotlib.py").write_text("raise ImportError('matplotlib is not installed here')\n")
+    (blocker / "dot").write_text("#!/bin/sh\nexit 127\n")  # a PATH whose 'dot' is not Graphviz's: hide it
+    env = dict(os.environ, PYTHONPATH=str(blocker), PATH=os.pathsep.join(
+        p for p in os.environ["PATH"].split(os.pathsep) if not os.path.exists(os.path.join(p, "dot"))))
+    roc = tmp_path / "roc.png"
+    r = run_cli("evaluate", model, data / "test", "--roc", roc, cwd=tmp_path, env=env)
+    assert r.returncode == 2 and "accuracy" in r.stdout and not roc.exists()
+    assert r.stderr.strip().splitlines() == ["rainforest: error: writing a ROC curve needs matplotlib: "
+                                             "pip install matplotlib"]
+    dot, png = tmp_path / "tree.dot", tmp_path / "tree.png"
+    r = run_cli("inspect", model, "--dot", dot, "--png", png, "--max-depth", 2, cwd=tmp_path, env=env)
+    assert r.returncode == 2 and not png.exists()
+    assert len(r.stderr.strip().splitlines()) == 1 and "install graphviz" in r.stderr
+    text = dot.read_text()
+    drawn = {int(n) for n in re.findall(r'^\s*(\d+) \[label="(?!\(\.\.\.\))', text, re.MULTILINE)}  # not "(...)"
+    assert drawn and max(clf.tree_.depth[sorted(drawn)]) == 2 < clf.tree_.max_depth

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import dataset_path
+from rainforest.errors import MissingDependency
 from rainforest import AdaBoostClassifier, DecisionTreeClassifier, NaiveBayesClassifier, RandomForestClassifier
 from rainforest.dot import branch_members, class_colors, export_dot, render_png
 from rainforest.errors import DataError, NotFittedError
@@ -351,7 +352,7 @@ def test_dot_forest_tree_index_escaping_and_refusals():
 def test_render_png_without_graphviz_names_it(tmp_path, monkeypatch, letter):
     clf = DecisionTreeClassifier(max_depth=2).fit(letter[0], target="class")
     monkeypatch.setenv("PATH", str(tmp_path))  # no dot here
-    with pytest.raises(RuntimeError, match="Graphviz"):
+    with pytest.raises(MissingDependency, match="install graphviz"):
         render_png(clf, tmp_path / "tree.png")
     assert os.listdir(tmp_path) == []
 
