@@ -181,7 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add("--class-weight", choices=["balanced"], help="weight classes inversely to their frequency")
     opt.add("--n-jobs", metavar="N", help="threads; -1 uses all cores (default: -1)")
     _add_scheduler_option(p, "run every pass")
-    p.add_argument("-v", "--verbose", action="count", default=0, help="print one line per pass over the data")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="print one line per pass over the data (on a terminal: beside the progress bar)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar (drawn on stderr by default when it is a terminal)")
     g = p.add_argument_group("pruning (--learner tree; --ccp-alpha also forest)")
     opt.add("--ccp-alpha", metavar="A", group=g,
             help="minimal cost-complexity pruning after growth, as scikit-learn's ccp_alpha (default: 0, none)")

@@ -12,6 +12,7 @@ import importlib
 import time
 from dataclasses import dataclass
 
+from .meter import shows_bar
 from .cli_io import format_seconds, model_summary, opened_data, print_lines
 from .constraints import ADABOOST_PARAMS, BOAT_PARAMS, FOREST_PARAMS, NAIVE_BAYES_PARAMS, TREE_PARAMS  # light
 from .outputs import check_outputs  # light: os, glob and tempfile only
@@ -69,8 +70,9 @@ def estimator_from_args(args):
     for option, (param, value) in OPTION_PARAMS.items():
         if given.pop(option, None):
             given[param] = value
-    if args.verbose:
-        given["verbose"] = args.verbose
+    verbose = 0 if args.quiet else args.verbose + (1 if shows_bar(1) else 0)  # a bar where someone watches
+    if verbose:
+        given["verbose"] = verbose
 
     def params_of(learner: Learner) -> dict:
         out = dict(learner.defaults)

@@ -1,4 +1,10 @@
-"""A pass's progress: a bar on stderr while ``verbose``, then one log line with its speed."""
+"""A pass's progress: a bar on stderr while a person watches, then one log line with its speed.
+
+The bar (tqdm: the pass and level, rows done of the total, rows/s, time left) is drawn when
+``verbose >= 1`` and stderr is a terminal; nothing is drawn into a file or a pipe. The line
+(``logging`` at INFO always) is also printed when ``verbose >= 2``, or when ``verbose >= 1`` and
+no bar is drawn, so that ``-v`` into a log file still says what each pass did.
+"""
 from __future__ import annotations
 
 import logging
@@ -8,38 +14,38 @@ import time
 log = logging.getLogger("rainforest")
 
 
-class PassMeter:
-    """Counts a pass's rows: while ``verbose``, a progress bar on stderr (level, pass, rows done of
-    ``total``); then one log line (``logging`` at INFO, and printed when ``verbose``) with rows/s."""
+def shows_bar(verbose: int, stream=None) -> bool:
+    """Whether a progress bar is drawn: ``verbose >= 1`` and the stream (stderr) is a terminal."""
+    stream = sys.stderr if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    return bool(verbose) and verbose >= 1 and callable(isatty) and isatty()
 
-    WIDTH = 24
+
+class PassMeter:
+    """Counts a pass's rows (``total`` expected, 0: unknown): a progress bar while ``verbose`` and
+    stderr is a terminal, then one log line with the rows per second."""
 
     def __init__(self, label: str, verbose: int, total: int = 0):
         self.label, self.verbose, self.total = label, verbose, total
         self.rows = 0
-        self.start = self.shown = time.perf_counter()
-
-    def bar(self) -> str:
-        if self.total <= 0:
-            return f"{self.label}: {self.rows:,} rows"
-        done = min(1.0, self.rows / self.total)
-        filled = int(round(done * self.WIDTH))
-        return (f"{self.label} [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done:4.0%} "
-                f"{self.rows:,}/{self.total:,} rows")
+        self.start = time.perf_counter()
+        self.bar = None
+        if shows_bar(verbose):
+            from tqdm import tqdm  # a well-kept bar: rate and time left, redrawn at most ~10 times a second
+            self.bar = tqdm(total=total or None, desc=label, unit=" rows", unit_scale=True, leave=False,
+                            file=sys.stderr, dynamic_ncols=True, mininterval=0.1)
 
     def __call__(self, n: int) -> None:
         self.rows += n
-        now = time.perf_counter()
-        if self.verbose and now - self.shown > 0.5:
-            self.shown = now
-            print(f"\r  {self.bar()}", end="", file=sys.stderr, flush=True)
+        if self.bar is not None:
+            self.bar.update(n)
 
     def done(self) -> None:
         seconds = time.perf_counter() - self.start
         rate = self.rows / seconds if seconds > 0 else float("inf")
         msg = f"{self.label}: {self.rows:,} rows in {seconds:.2f}s ({rate:,.0f} rows/s)"
         log.info(msg)
-        if self.verbose:
-            if self.shown > self.start:  # end the progress bar's line
-                print(f"\r  {self.bar()}", file=sys.stderr, flush=True)
+        if self.bar is not None:
+            self.bar.close()
+        if self.verbose and (self.verbose >= 2 or self.bar is None):
             print(msg, flush=True)
