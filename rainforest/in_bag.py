@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from .bootstrap import multiplicity
+from .counting import add_row
 from .partition import cut_blocks, place
 from .rowhash import hash_row
 from .rows import step
@@ -166,9 +167,8 @@ def count_spans(items, weights, width, unit, job_tree, starts, ends, job_of_attr
         rows = items[t, starts[j]:ends[j]]
         row_weights = weights[t, starts[j]:ends[j], last]
         for u in range(rows.shape[0]):
-            cell = np.uint64(rows[u, a]) * stride
-            cells[cell + np.uint64(rows[u, width])] += float(rows[u, width + 1]) if unit else row_weights[u]
-            cells[cell + n_classes] += 1.0
+            add_row(cells, np.uint64(rows[u, a]) * stride, np.uint64(rows[u, width]),
+                    float(rows[u, width + 1]) if unit else row_weights[u], True, n_classes)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

@@ -28,7 +28,7 @@ ENGINE_MODULES = ["atomic", "avc", "bootstrap", "budget", "compact", "criteria",
                   "errors", "grow", "in_bag", "inputs", "params", "profile", "pruning", "pushdown", "rowhash", "rows",
                   "schema", "spill", "sql", "tree", "tree_check", "model_fields", "constraints", "tree_setup", "outputs", "signals", "threads",
                   "combinations", "forest_grow", "forest_kernels", "forest_passes", "forest_rows", "meter", "nodes",
-                  "plan", "rules", "supply", "partition"]
+                  "plan", "rules", "supply", "partition", "counting"]
 LEARNER_MODULES = ["estimators", "forest", "bayes", "boosting", "evaluation", "metrics", "onnx", "dot", "model_check", "model_file",
                    "base", "sklearn_compat"]
 CLI_MODULES = ["cli", "__main__"]
