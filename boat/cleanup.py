@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rainforest.counting import add_row
 from rainforest.schema import CATEGORICAL, Schema, lower_bound
 
 from .coarse import CoarseTree
@@ -66,6 +67,8 @@ def route_and_count(X, y, start, sign, feature, lo, hi, route_offset, route, fir
     node or reaches a frontier node: ``out_node[i]``, ``out_held[i]``.  Serial, in row order."""
     n_attr = X.shape[1]
     n_edges = edges.shape[2]
+    n_cells, n_classes = counts.shape[1], counts.shape[2]
+    cells = counts.reshape(-1)
     for i in range(X.shape[0]):
         k = start[i]
         c = y[i]
@@ -103,7 +106,7 @@ def route_and_count(X, y, start, sign, feature, lo, hi, route_offset, route, fir
                             vmax[k, s] = max(vmax[k, s], x)
                 else:
                     s = offsets[a + 1] - 1 if x != x else offsets[a] + int(x)
-                counts[k, s, c] += sign
+                add_row(cells, (k * n_cells + s) * n_classes, c, sign, False, 0)
             if held:
                 out_node[i] = k
                 out_held[i] = True

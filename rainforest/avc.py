@@ -13,6 +13,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from .counting import add_row
 from .rows import RowBlock, descend, encode_rows
 from .schema import CATEGORICAL, Schema
 
@@ -34,21 +35,20 @@ def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows)
     # Unsigned indices and loops from 0 spare every access numba's check for a negative index
     # (a third of the time; unsigned and signed integers must not mix: that gives a float).
     n_classes = np.uint64(counts.shape[2] - (1 if count_rows else 0))
+    stride = np.uint64(counts.shape[2])
     unit = w.shape[0] == 0
     direct = order.shape[0] == 0
     for j in numba.prange(attrs.shape[0]):
         a = np.uint64(attrs[j])
         base = np.uint64(offsets[j])
         for k in range(starts.shape[0]):
-            node = counts[k]
+            node = counts[k].reshape(-1)
             lo = starts[k]
             rows = order[lo:ends[k]]
             for t in range(ends[k] - lo):
                 i = np.uint64(lo + t) if direct else np.uint64(rows[t])
-                s = base + np.uint64(S[i, a])
-                node[s, np.uint64(y[i])] += 1.0 if unit else w[i]
-                if count_rows:
-                    node[s, n_classes] += 1.0
+                add_row(node, (base + np.uint64(S[i, a])) * stride, np.uint64(y[i]), 1.0 if unit else w[i],
+                        count_rows, n_classes)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .counting import add_row
 from .criteria import best_splits
 from .schema import CATEGORICAL, Schema
 
@@ -87,6 +88,8 @@ def _fill(S, y, w, starts, ends, n_slots, wide, table, base, present, region, bl
     does. Threads split the attributes, each owning its cells."""
     n_nodes = starts.shape[0]
     n_classes = block.shape[1] - (1 if count_rows else 0)
+    stride = block.shape[1]
+    cells = block.reshape(-1)
     unit = w.shape[0] == 0
     for a in numba.prange(n_slots.shape[0]):
         t0 = base[a]
@@ -101,17 +104,13 @@ def _fill(S, y, w, starts, ends, n_slots, wide, table, base, present, region, bl
                 for i in range(starts[k], ends[k]):
                     s = np.int64(S[i, a])
                     at = lo + (d if s == missing else table[t0 + s])
-                    block[at, y[i]] += 1.0 if unit else w[i]
-                    if count_rows:
-                        block[at, n_classes] += 1.0
+                    add_row(cells, at * stride, y[i], 1.0 if unit else w[i], count_rows, n_classes)
                 for t in range(d):
                     table[t0 + mine[t]] = -1
             else:
                 for i in range(starts[k], ends[k]):
-                    at = lo + np.int64(S[i, a])
-                    block[at, y[i]] += 1.0 if unit else w[i]
-                    if count_rows:
-                        block[at, n_classes] += 1.0
+                    add_row(cells, (lo + np.int64(S[i, a])) * stride, y[i], 1.0 if unit else w[i], count_rows,
+                            n_classes)
 
 
 def compact_splits(kept, node_pos, n_nodes, schema: Schema, wide, scratch, n_channels, weighted, crit, params,

@@ -7,6 +7,7 @@ import numba
 import numpy as np
 
 from .bootstrap import multiplicity
+from .counting import add_row
 from .criteria import impurity, search_node
 from .rowhash import hash_row
 from .rows import step
@@ -71,9 +72,7 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
                 wt = float(mult[u]) if unit else mult[u] * w[i]
                 base = job_base[j]
                 for q in range(attr_start[j], attr_start[j + 1]):
-                    cell = base + (slot_off[q] + S[i, attrs[q]]) * n_channels
-                    counts[cell + c] += wt
-                    counts[cell + n_classes] += 1.0
+                    add_row(counts, base + (slot_off[q] + S[i, attrs[q]]) * n_channels, c, wt, True, n_classes)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

@@ -23,6 +23,8 @@ import numba
 import numpy as np
 
 from .bootstrap import multiplicity
+from .counting import add_row
+from .partition import cut_blocks, place
 from .rowhash import hash_row
 from .rows import step
 
@@ -165,9 +167,8 @@ def count_spans(items, weights, width, unit, job_tree, starts, ends, job_of_attr
         rows = items[t, starts[j]:ends[j]]
         row_weights = weights[t, starts[j]:ends[j], last]
         for u in range(rows.shape[0]):
-            cell = np.uint64(rows[u, a]) * stride
-            cells[cell + np.uint64(rows[u, width])] += float(rows[u, width + 1]) if unit else row_weights[u]
-            cells[cell + n_classes] += 1.0
+            add_row(cells, np.uint64(rows[u, a]) * stride, np.uint64(rows[u, width]),
+                    float(rows[u, width + 1]) if unit else row_weights[u], True, n_classes)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -183,10 +184,10 @@ def partition_spans(words, items, job_tree, job_node, n_branches, starts, ends, 
     A group is moved by one thread, through a copy of its own, unless it is a large share of the
     call's rows (a tree's first levels: one or two large groups): such a group is cut into blocks
     (at least ``block`` rows, about ``TASKS_PER_THREAD`` blocks per thread in all) that threads
-    take in turn.  Each block routes its rows, counts them per branch, and copies them to the
-    scratch ``moved`` (their branches to ``branch``); the prefix sums, branch by branch and block
-    by block, give each block where its rows of each branch go, and the blocks then write them
-    back: the same stable order.
+    take in turn (:mod:`rainforest.partition`).  Each block routes its rows, counts them per
+    branch, and copies them to the scratch ``moved`` (their branches to ``branch``);
+    :func:`rainforest.partition.place` gives each block where its rows of each branch go, and the
+    blocks then write them back: the same stable order.
 
     (Counting the children while moving their rows was tried: it was slower than
     :func:`count_spans` afterwards, whose threads each own one attribute's cells.)
@@ -194,16 +195,11 @@ def partition_spans(words, items, job_tree, job_node, n_branches, starts, ends, 
     n_jobs = job_tree.shape[0]
     spans = ends - starts
     block = max(block, -(-spans.sum() // (TASKS_PER_THREAD * n_threads)))
-    first_task = np.zeros(n_jobs + 1, np.int64)
+    first_task, task_job = cut_blocks(spans, block)  # a group of at most ``block`` rows is one task
+    n_tasks = first_task[n_jobs]
     scratch_at = np.zeros(n_jobs + 1, np.int64)  # only cut groups use the shared scratch
     for j in range(n_jobs):
-        cut = spans[j] > block
-        first_task[j + 1] = first_task[j] + (-(-spans[j] // block) if cut else 1)
-        scratch_at[j + 1] = scratch_at[j] + (spans[j] if cut else 0)
-    n_tasks = first_task[n_jobs]
-    task_job = np.empty(n_tasks, np.int64)
-    for j in range(n_jobs):
-        task_job[first_task[j]:first_task[j + 1]] = j
+        scratch_at[j + 1] = scratch_at[j] + (spans[j] if spans[j] > block else 0)
     sizes = np.zeros((n_tasks, max(1, n_branches.max())), np.int64)  # rows per (block, branch), then where they go
     for task in numba.prange(n_tasks):
         j = task_job[task]
@@ -214,7 +210,7 @@ def partition_spans(words, items, job_tree, job_node, n_branches, starts, ends, 
             own_branch = np.empty(hi - lo, np.int32)
             _route_block(items, t, job_node[j], j, lo, hi, own_branch, 0, feature, first_child, slot_branch,
                          branch_offset, slot_cut, missing_branch, n_slots, going_on, sizes[task])
-            _place(lo, n_branches[j], sizes[task:task + 1], child_start[j])
+            place(lo, n_branches[j], sizes[task:task + 1], child_start[j])
             _scatter_block(words, t, own, own_branch, 0, hi - lo, sizes[task])
         else:
             lo = starts[j] + (task - first_task[j]) * block
@@ -225,7 +221,7 @@ def partition_spans(words, items, job_tree, job_node, n_branches, starts, ends, 
                          branch_offset, slot_cut, missing_branch, n_slots, going_on, sizes[task])
     for j in range(n_jobs):
         if spans[j] > block:
-            _place(starts[j], n_branches[j], sizes[first_task[j]:first_task[j + 1]], child_start[j])
+            place(starts[j], n_branches[j], sizes[first_task[j]:first_task[j + 1]], child_start[j])
     for task in numba.prange(n_tasks):
         j = task_job[task]
         if spans[j] > block:
@@ -249,20 +245,6 @@ def _route_block(items, t, k, j, lo, hi, branch, p, feature, first_child, slot_b
             b = -1
         branch[p] = b
         p += 1
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _place(start, nb, sizes, child_start):
-    """Where each block's rows of each branch go: branch by branch, block by block, from ``start``
-    (``sizes[block, b]`` turns from a count into a first row)."""
-    v = start
-    for b in range(nb):
-        child_start[b] = v
-        for blk in range(sizes.shape[0]):
-            rows_b = sizes[blk, b]
-            sizes[blk, b] = v
-            v += rows_b
-    child_start[nb] = v
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from .partition import cut_blocks, place
 from .schema import NUMERIC, Schema, numeric_values, plain_numbers, slot_of
 
 
@@ -312,24 +313,18 @@ def _keep_rows(S, y, w, node, group_of, limits, ends, S_out, y_out, w_out):
 @numba.njit(cache=True, parallel=True, nogil=True)
 def _regroup_rows(S, y, w, starts, ends, group_node, n_children, new_group, block, branch, S2, y2, w2, new_starts,
                   new_ends, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots):
-    """:meth:`KeptRows.regroup`'s stable partition.  Each group is cut into blocks of ``block`` rows
-    that threads take in turn: a block routes its rows one step (:func:`step`), noting each row's
-    branch in ``branch``, and counts them per branch; prefix sums, group by group, branch by branch
-    and block by block, give each block where its rows of each branch go; the blocks then copy
-    their rows there.  Every
-    child's group is its rows in row order, whatever the number of threads."""
+    """:meth:`KeptRows.regroup`'s stable partition (:mod:`rainforest.partition`): each group is cut
+    into blocks of ``block`` rows that threads take in turn; a block routes its rows one step
+    (:func:`step`), noting each row's branch in ``branch``, and counts them per branch;
+    :func:`rainforest.partition.place` gives each block where its rows of each branch go, the
+    groups following one another, and the blocks copy their rows there.  Every child's group is
+    its rows in row order, whatever the number of threads."""
     n_groups = starts.shape[0]
-    first_task = np.zeros(n_groups + 1, np.int64)
+    first_task, task_group = cut_blocks(ends - starts, block)
+    n_tasks = first_task[n_groups]
     first_cell = np.zeros(n_groups + 1, np.int64)  # cells: (task, branch) counts, then destinations
     for g in range(n_groups):
-        tasks = max(1, -(-(ends[g] - starts[g]) // block))
-        width = max(1, n_children[group_node[g]])
-        first_task[g + 1] = first_task[g] + tasks
-        first_cell[g + 1] = first_cell[g] + tasks * width
-    n_tasks = first_task[n_groups]
-    task_group = np.empty(n_tasks, np.int64)
-    for g in range(n_groups):
-        task_group[first_task[g]:first_task[g + 1]] = g
+        first_cell[g + 1] = first_cell[g] + (first_task[g + 1] - first_task[g]) * max(1, n_children[group_node[g]])
     cells = np.zeros(first_cell[n_groups], np.int64)
     for task in numba.prange(n_tasks):
         g = task_group[task]
@@ -342,24 +337,24 @@ def _regroup_rows(S, y, w, starts, ends, group_node, n_children, new_group, bloc
                                                   slot_cut, missing_branch, n_slots) - first_child[k]
             branch[i] = b
             mine[b] += 1
+    child_start = np.empty(max(1, n_children.max()) + 1, np.int64)
     v = 0
     for g in range(n_groups):
         k = group_node[g]
         n_tasks_g = first_task[g + 1] - first_task[g]
         width = (first_cell[g + 1] - first_cell[g]) // n_tasks_g
+        sizes = cells[first_cell[g]:first_cell[g + 1]].reshape((n_tasks_g, width))
+        for b in range(width):  # a dropped child's rows take no room
+            if new_group[k if first_child[k] < 0 else first_child[k] + b] < 0:
+                sizes[:, b] = 0
+        place(v, width, sizes, child_start)
         for b in range(width):
-            child = k if first_child[k] < 0 else first_child[k] + b
-            p = new_group[child]
+            p = new_group[k if first_child[k] < 0 else first_child[k] + b]
             if p >= 0:
-                new_starts[p] = v
-            for t in range(n_tasks_g):
-                c = first_cell[g] + t * width + b
-                rows_b = cells[c]
-                cells[c] = v if p >= 0 else -1
-                if p >= 0:
-                    v += rows_b
-            if p >= 0:
-                new_ends[p] = v
+                new_starts[p], new_ends[p] = child_start[b], child_start[b + 1]
+            else:
+                sizes[:, b] = -1  # its rows are not copied
+        v = child_start[width]
     weighted = w.shape[0] > 0
     for task in numba.prange(n_tasks):
         g = task_group[task]

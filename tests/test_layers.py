@@ -25,10 +25,10 @@ LAYER_NAMES = {STORAGE: "storage", ENGINE: "engine", LEARNERS: "learners", CLI: 
 # Every module of rainforest/ is placed here by hand (a new module fails until it is): the
 # storage and BOAT packages by prefix.
 ENGINE_MODULES = ["atomic", "avc", "bayes_counts", "bootstrap", "budget", "categorical_splits",
-                  "combinations", "compact", "constraints", "cost_complexity", "criteria", "dask_predict",
+                  "combinations", "compact", "constraints", "counting", "cost_complexity", "criteria", "dask_predict",
                   "datasets", "errors", "forest_grow", "forest_kernels", "forest_oob", "forest_passes",
                   "forest_rows", "grow", "in_bag", "inputs", "meter", "model_fields", "nodes", "outputs",
-                  "params", "plan", "profile", "profile_data", "pruning", "pushdown", "rowhash", "rows",
+                  "params", "partition", "plan", "profile", "profile_data", "pruning", "pushdown", "rowhash", "rows",
                   "rules", "schema", "signals", "spill", "split_scores", "sql", "subtree", "supply",
                   "threads", "tree", "tree_check", "tree_setup"]
 LEARNER_MODULES = ["base", "bayes", "boosting", "class_resampling", "classifier_metrics",

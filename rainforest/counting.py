@@ -1,0 +1,25 @@
+"""The counting rule every AVC kernel shares: a row adds its weight to ``counts[node, slot,
+class]`` and, where the AVC-group has one, one to the row-count channel of the same cell.
+
+The kernels differ in how they reach a row (one node per row: :func:`rainforest.avc.accumulate`,
+:mod:`rainforest.compact`'s fill, BOAT's ``route_and_count``; per-tree copies with
+bootstrap multiplicities: :func:`rainforest.in_bag.count_spans`, the forest's
+:func:`rainforest.forest_kernels.count_forest`) and in which thread owns a cell (an attribute,
+or a tree), which decides their speed; each calls :func:`add_row` on the cells of one node and
+slot, so the rule and its summation order are written once.  Every cell is summed in row order
+by one thread in every driver, so their results do not depend on the number of threads.
+"""
+from __future__ import annotations
+
+import numba
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def add_row(cells, cell, c, weight, count_rows, rows_channel):
+    """Add ``weight`` to class ``c`` of the cell starting at ``cells[cell]`` (``cells``: a node's
+    AVC-group, flat, or a row of it) and, if ``count_rows``, one to its channel ``rows_channel``.
+
+    The index types are the caller's: unsigned ones spare numba's check for a negative index."""
+    cells[cell + c] += weight
+    if count_rows:
+        cells[cell + rows_channel] += 1.0
