@@ -48,8 +48,7 @@ from .base import Classifier
 from .budget import parse_bytes
 from .constraints import FOREST_PARAMS
 from .forest_grow import ForestGrower, ForestSpec, ForestStats  # noqa: F401  (ForestStats: grow_stats_)
-# FOREST_FORMAT, FOREST_VERSION: importable from here too (defined in model_file.py)
-from .forest_file import (FOREST_FORMAT, FOREST_VERSION, ForestParts, check_forest_format,  # noqa: F401
+from .forest_file import (FOREST_FORMAT, FOREST_VERSION, ForestParts, check_forest_format,  # noqa: F401 (as before)
                           forest_document, read_forest)
 from .forest_kernels import bootstrap_block  # noqa: F401  (importable from here, as before)
 from .forest_oob import OobPass, gather_oob, tree_input
