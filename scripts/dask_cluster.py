@@ -30,8 +30,6 @@ import time
 from pathlib import Path
 
 
-
-
 class ClusterError(RuntimeError):
     """The cluster did not start (the message quotes the failing process's log)."""
 
