@@ -228,3 +228,63 @@ def test_checker_holds_boat_to_all(synthetic):
 def test_checker_wants_every_module_placed(synthetic):
     (synthetic / "rainforest" / "new.py").write_text("")
     assert check(synthetic) == ["rainforest.new has no layer: place it in tests/test_layers.py"]
+
+
+# -- no import circle ---------------------------------------------------------------------------------
+def import_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (anywhere in it, inside functions too)."""
+    graph = {name: set() for name in modules}
+    for mod in modules.values():
+        for node in ast.walk(mod.tree):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                source = absolute(mod, node)
+                targets = [source] + [f"{source}.{a.name}" for a in node.names]
+            else:
+                continue
+            graph[mod.name].update(t for t in targets
+                                   if t in modules and t != mod.name and not modules[t].is_package)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of two or more modules that import each other, directly or through others
+    (strongly connected components)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_two_modules_import_each_other():
+    assert circles(import_graph(read_modules(REPO, PACKAGES))) == []
+
+
+def test_a_circle_through_a_function_level_import_is_found(synthetic):
+    (synthetic / "rainforest" / "grow.py").write_text("def grow_tree():\n    from .forest import x\n")
+    (synthetic / "rainforest" / "forest.py").write_text("from .grow import grow_tree\nx = 1\n")
+    assert circles(import_graph(read_modules(synthetic, PACKAGES))) == [["rainforest.forest", "rainforest.grow"]]
