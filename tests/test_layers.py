@@ -6,7 +6,8 @@ groups, kernels, the grower) < learners (the estimators, BOAT, what is done with
 ones, never a higher one; no module imports another module's underscore name (``from x import
 _y`` or ``x._y`` on an imported module ``x``); BOAT uses only the engine's public names (no
 underscore, and listed in ``__all__`` where the module has one).  Imports inside functions
-count: they are dependencies too; a package's dunder metadata (``__version__``) does not.
+count: they are dependencies too; a package's dunder metadata (``__version__``) does not. And no
+two modules import each other, directly or through others (imports inside functions included).
 """
 from __future__ import annotations
 
