@@ -32,8 +32,8 @@ from .errors import DataError
 from .estimators import DecisionTreeClassifier
 from .grow import grow_tree
 from .inputs import feature_tables
-from .model_file import (BOOSTING_FORMAT, BOOSTING_VERSION, jsonable_params, params_from_json, plain,
-                         register_reader, write_model)
+from .model_file import (BOOSTING_BASES, BOOSTING_FORMAT, BOOSTING_VERSION, CLASSES, jsonable_params,
+                         params_from_json, plain, register_reader, write_model)
 from .constraints import ADABOOST_PARAMS
 from .model_check import check_document
 from .schema import Label, numeric_values
@@ -44,9 +44,9 @@ BOOST_WEIGHT = "__boost_weight__"
 PREVIOUS_WRONG = "__previous_wrong__"
 
 #: the boosting part of a model file
-#: the weak learners a model file may name, by class name
-# the names are model_file.BOOSTING_BASES, which the model checks accept
-BASE_LEARNERS = {"DecisionTreeClassifier": DecisionTreeClassifier, "NaiveBayesClassifier": NaiveBayesClassifier}
+#: the weak learners a model file may name, by class name: model_file.BOOSTING_BASES (the names the
+#: model checks accept), each the class that registered its reader (both are imported above)
+BASE_LEARNERS = {name: CLASSES[name] for name in BOOSTING_BASES}
 
 
 @dataclass

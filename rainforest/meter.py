@@ -18,7 +18,7 @@ def shows_bar(verbose: int, stream=None) -> bool:
     """Whether a progress bar is drawn: ``verbose >= 1`` and the stream (stderr) is a terminal."""
     stream = sys.stderr if stream is None else stream
     isatty = getattr(stream, "isatty", None)
-    return bool(verbose) and verbose >= 1 and callable(isatty) and isatty()
+    return verbose >= 1 and callable(isatty) and isatty()
 
 
 class PassMeter:
