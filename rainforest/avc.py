@@ -148,7 +148,7 @@ class AvcPass:
         return AvcState(np.zeros((self.n_nodes, int(self.group_offsets()[-1]), self.n_channels)))
 
     def update(self, state: AvcState, batch: pa.RecordBatch, first_row: int) -> AvcState:
-        return self.count(state, encode_rows(self.schema, batch, self.class_weight, self.weighted))
+        return self.count(state, encode_rows(self.schema, batch, self.class_weight, self.weighted).present())
 
     def count(self, state: AvcState, rows: RowBlock) -> AvcState:
         """Count encoded rows (from a data pass or the spill folder) at their frontier nodes."""

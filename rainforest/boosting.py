@@ -240,15 +240,16 @@ class AdaBoostClassifier(Classifier):
         scored = learners[:len(alphas)]
 
         def weigh(batch: pa.RecordBatch) -> dict:
-            y = label.codes(batch.column(label.name))
+            given = numeric_values(batch.column(user_weight)) if user_weight else None
+            y = label.codes(batch.column(label.name), absent=None if given is None else given == 0)
             unscored = flag_last and len(learners) > len(alphas)
             predicted = self._class_indices(learners if unscored else scored, batch)
             lw = np.full(len(y), -log_norm)
             for pred, alpha in zip(predicted, alphas):
                 lw += alpha * (pred != y)
             w = np.exp(lw)
-            if user_weight:
-                w *= numeric_values(batch.column(user_weight))
+            if given is not None:
+                w *= given
             out = {BOOST_WEIGHT: w}
             if flag_last:
                 out[PREVIOUS_WRONG] = (predicted[-1] != y) if unscored else np.zeros(len(y), bool)

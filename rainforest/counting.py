@@ -1,5 +1,6 @@
 """The counting rule every AVC kernel shares: a row adds its weight to ``counts[node, slot,
-class]`` and, where the AVC-group has one, one to the row-count channel of the same cell.
+class]`` and, where the AVC-group has one, one to the row-count channel of the same cell (unless its weight is 0: such
+a row counts as absent, :func:`rainforest.schema.present_rows`).
 
 The kernels differ in how they reach a row (one node per row: :func:`rainforest.avc.accumulate`,
 :mod:`rainforest.compact`'s fill, BOAT's ``route_and_count``; per-tree copies with
@@ -21,5 +22,5 @@ def add_row(cells, cell, c, weight, count_rows, rows_channel):
 
     The index types are the caller's: unsigned ones spare numba's check for a negative index."""
     cells[cell + c] += weight
-    if count_rows:
+    if count_rows and weight != 0.0:  # a row of weight 0 counts as absent (schema.present_rows)
         cells[cell + rows_channel] += 1.0

@@ -51,7 +51,7 @@ from .forest_grow import ForestGrower, ForestSpec, ForestStats  # noqa: F401  (F
 from .forest_file import (FOREST_FORMAT, FOREST_VERSION, ForestParts, check_forest_format,  # noqa: F401 (as before)
                           forest_document, read_forest)
 from .forest_kernels import bootstrap_block  # noqa: F401  (importable from here, as before)
-from .forest_oob import OobPass, gather_oob, tree_input
+from .forest_oob import OobPass, oob_estimates, tree_input
 from .forest_rows import Columns
 from .inputs import feature_tables, in_memory_rows
 from .model_check import check_document
@@ -61,7 +61,7 @@ from .params import is_int
 from .profile import quantile_edges
 from .pruning import cost_complexity_prune
 from .rowhash import M32
-from .schema import CATEGORICAL, NUMERIC, Attribute, Label, Schema
+from .schema import CATEGORICAL, NUMERIC, Attribute, Schema
 from .threads import numba_threads
 from .tree import Tree
 from .tree_setup import batch_size_for, class_weights, grow_params, profile_pass
@@ -136,7 +136,7 @@ class RandomForestClassifier(Classifier):
     classes_, n_classes_, n_features_in_, feature_names_in_
         As scikit-learn's.
     oob_score_ : float
-        Accuracy of the out-of-bag predictions (``oob_score=True``).
+        Accuracy of the out-of-bag predictions (``oob_score=True``), over the rows of weight > 0.
     oob_decision_function_ : ndarray of shape (n_rows, n_classes)
         Average class distribution over the trees that did not draw each row.
     feature_importances_ : ndarray
@@ -318,7 +318,7 @@ class RandomForestClassifier(Classifier):
             self.n_passes_per_level_ = grower.stats.passes_per_level
             self.grow_stats_ = grower.stats
             if self.oob_score:
-                self._set_oob(source, schema.label, batch_size)
+                self._set_oob(source, schema, batch_size)
             else:
                 for name in ("oob_score_", "oob_decision_function_"):
                     if hasattr(self, name):
@@ -371,16 +371,15 @@ class RandomForestClassifier(Classifier):
     def _thresholds(self) -> np.ndarray:
         return poisson_thresholds(self.bootstrap_rate_) if self.bootstrap_rate_ is not None else np.empty(0, np.int64)
 
-    def _set_oob(self, source, label: Label, batch_size: int) -> None:
-        columns = list(self._base_names()) + [label.name]
+    def _set_oob(self, source, schema: Schema, batch_size: int) -> None:
+        columns = list(self._base_names()) + [schema.label.name] + ([schema.weight] if schema.weight else [])
         task = OobPass(self._encoder(), self.estimators_, self.tree_seeds_, self.combinations_, self._leaf_proba,
-                       self._thresholds(), len(self.classes_), label)
-        votes, n_oob, y = gather_oob(source.run_pass(task, columns, batch_size), self.n_classes_)
-        if (n_oob == 0).any():
+                       self._thresholds(), len(self.classes_), schema.label, schema.weight)
+        self.oob_decision_function_, self.oob_score_, uncovered = oob_estimates(
+            source.run_pass(task, columns, batch_size), self.n_classes_)
+        if uncovered:
             warnings.warn("some rows are in the bootstrap of every tree, so they have no out-of-bag estimate; "
                           "grow more trees for a reliable oob_score_", UserWarning, stacklevel=3)
-        self.oob_decision_function_ = votes / np.maximum(n_oob, 1)[:, None]
-        self.oob_score_ = float(np.mean(np.argmax(self.oob_decision_function_, axis=1) == y)) if len(y) else np.nan
 
     # -- prediction ----------------------------------------------------------------------------
     def _base_names(self) -> list:

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from .bootstrap import seed_keys
 from .forest_kernels import bootstrap_block
-from .schema import Label, Schema
+from .schema import Label, Schema, numeric_values
 
 
 def tree_input(combinations, X: np.ndarray) -> np.ndarray:
@@ -38,13 +38,17 @@ class OobPass:
     thresholds: np.ndarray  # the bootstrap's Poisson thresholds
     n_classes: int
     label: Label
+    weight: str | None = None  # rows of weight 0 count as absent: their label code is -1
 
     def new_state(self) -> list:
         return []
 
     def update(self, state: list, batch: pa.RecordBatch, first_row: int) -> list:
         X = np.ascontiguousarray(self.encoder.encode(batch))
-        y = self.label.codes(batch.column(self.label.name))
+        absent = numeric_values(batch.column(self.weight)) == 0 if self.weight else None
+        y = self.label.codes(batch.column(self.label.name), absent=absent)
+        if absent is not None:
+            y[absent] = -1
         n = len(y)
         votes = np.zeros((n, self.n_classes))
         n_oob = np.zeros(n, np.int64)
@@ -64,11 +68,15 @@ class OobPass:
         return a + b
 
 
-def gather_oob(blocks: list, n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The state of an :class:`OobPass` in row order: each row's summed votes, its number of
-    out-of-bag trees and its label code."""
+def oob_estimates(blocks: list, n_classes: int) -> tuple[np.ndarray, float, bool]:
+    """From the state of an :class:`OobPass`: each row's out-of-bag class distribution (row order),
+    the accuracy over the rows that count (a row of weight 0 counts as absent; the others count
+    once, as in scikit-learn), and whether some row that counts has no out-of-bag tree."""
     blocks = sorted(blocks, key=lambda b: b[0])
     votes = np.concatenate([b[1] for b in blocks]) if blocks else np.empty((0, n_classes))
     n_oob = np.concatenate([b[2] for b in blocks]) if blocks else np.empty(0, np.int64)
     y = np.concatenate([b[3] for b in blocks]) if blocks else np.empty(0, np.int32)
-    return votes, n_oob, y
+    decision = votes / np.maximum(n_oob, 1)[:, None]
+    counted = y >= 0
+    hits = np.argmax(decision, axis=1)[counted] == y[counted]
+    return decision, float(np.mean(hits)) if len(hits) else np.nan, bool((n_oob[counted] == 0).any())

@@ -99,7 +99,7 @@ def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, n_in_bag, b
 
     Tree ``t`` (keys ``keys1[t], keys2[t]``) draws row ``i`` ``m`` times
     (:func:`rainforest.bootstrap.multiplicity`); rows with ``m > 0`` are copied, ``n_in_bag[t]`` of
-    them.  Threads take (tree, ``block`` rows) pairs, so one tree keeps every thread busy: each
+    them, unless their weight is 0 (such a row counts as absent: :func:`rainforest.schema.present_rows`).  Threads take (tree, ``block`` rows) pairs, so one tree keeps every thread busy: each
     block's in-bag rows are counted first, and the prefix sums place every block's copies, in row
     order (the draw is computed twice rather than stored: no scratch of a byte per row and tree).
     """
@@ -115,7 +115,7 @@ def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, n_in_bag, b
         s1, s2 = keys1[t], keys2[t]
         drawn = 0
         for i in range(blk * block, min(n, (blk + 1) * block)):
-            if multiplicity(hash_row(i, s1, s2), thresholds) > 0:
+            if multiplicity(hash_row(i, s1, s2), thresholds) > 0 and (unit or w[i] != 0.0):
                 drawn += 1
         at[t, blk + 1] = drawn
     for t in range(n_trees):
@@ -131,7 +131,7 @@ def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, n_in_bag, b
         u = 0
         for i in range(min(n, lo + block) - lo):
             m = multiplicity(hash_row(lo + i, s1, s2), thresholds)
-            if m == 0:
+            if m == 0 or not (unit or w[lo + i] != 0.0):  # not drawn, or of weight 0: absent
                 continue
             for a in range(width):
                 copies[u, a] = S[lo + i, a]

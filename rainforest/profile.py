@@ -19,7 +19,7 @@ from .errors import DataError
 from .profile_data import ColumnProfile, Profile, midpoint, midpoints, quantile_edges  # noqa: F401 (public here too)
 from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
-                     check_weight_total, lower_bound, numeric_values, plain_numbers)
+                     check_weight_total, lower_bound, numeric_values, plain_numbers, present_rows)
 
 @dataclass
 class ProfileTask:
@@ -44,9 +44,8 @@ class ProfileTask:
         return p
 
     def update(self, p: Profile, batch: pa.RecordBatch, first_row: int) -> Profile:
-        n = batch.num_rows
-        p.n_rows += n
-        self._update_label(p, batch.column(self.target))
+        p.n_rows += batch.num_rows  # every row read: a forest keeps and numbers them all
+        rows = np.arange(first_row, first_row + batch.num_rows, dtype=np.uint64)  # their identities
         if self.weight is not None:
             w = numeric_values(batch.column(self.weight))
             bad = ~np.isfinite(w) | (w < 0)
@@ -54,9 +53,14 @@ class ProfileTask:
                 raise DataError(f"the weight column {self.weight!r} of {self.where} has a bad value "
                                 f"{w[bad][0]!r} at row {first_row + int(np.argmax(bad))} (weights must be finite and >= 0)")
             p.weight_total = (p.weight_total or 0.0) + float(w.sum())
+            present = present_rows(w)
+            if present is not None:  # the rest is learned from the rows that count
+                batch, rows = batch.filter(pa.array(present)), rows[present]
+        n = batch.num_rows
+        self._update_label(p, batch.column(self.target))
         h = chosen = None
         if not self.exact:  # hash first: only rows that can enter the sample are copied
-            h = row_hash(np.arange(first_row, first_row + n, dtype=np.uint64), self.seed)
+            h = row_hash(rows, self.seed)
             chosen = np.flatnonzero(h < p.hash_limit) if p.hash_limit is not None else None
             at = self._reserve(p, n if chosen is None else len(chosen))
             p.sample_hash[at:p.n_sample] = h if chosen is None else h[chosen]
@@ -74,7 +78,7 @@ class ProfileTask:
             present, inf = _present_values(x) if x.dtype.kind == "f" else (n, -1)
             if inf >= 0:
                 raise DataError(f"column {name!r} of {self.where} holds {x[inf]} at row "
-                                f"{first_row + inf}; infinite values cannot be split on "
+                                f"{int(rows[inf])}; infinite values cannot be split on "
                                 f"(use null or NaN for missing values)")
             cp.nonmissing += present
             if cp.distinct is not None:
@@ -175,13 +179,13 @@ class ProfileTask:
         """Turn the profile into the model's :class:`Schema`."""
         if p.n_rows == 0:
             raise DataError(f"{self.where} has no rows")
+        if p.weight_total is not None:
+            check_weight_total(p.weight_total, self.weight, self.where)
         if len(p.label_counts) < 2:
             only = next(iter(p.label_counts), None)
             raise DataError(f"the target column {self.target!r} of {self.where} has a single class "
                             f"({only!r}); a classifier needs at least two")
         check_classes(p.label_counts, self.target, self.where)
-        if p.weight_total is not None:
-            check_weight_total(p.weight_total, self.weight, self.where)
         self._prune(p)
         sample = p.held_sample()[np.argsort(p.sample_hash[:p.n_sample], kind="stable")]
         attributes = []

@@ -27,7 +27,7 @@ import pyarrow as pa
 from .errors import DataError
 from .profile_data import ColumnProfile, Profile, midpoint
 from .rowhash import row_hash_sql
-from .schema import CATEGORICAL, Schema
+from .schema import CATEGORICAL, Schema, check_weight_total
 from .sql import Dialect, category_branches, dialect_of, numeric_sql, routing_case, slot_sql
 
 
@@ -134,7 +134,7 @@ def avc_query(task, relation) -> AggregateQuery | None:
            + (", sum(w) AS w" if weighted_column else "")
            + f" FROM (SELECT {node} AS node, y{', w' if weighted_column else ''}, {', '.join(slots)}"
            + f" FROM (SELECT {', '.join(inner)} FROM {relation.from_sql}) AS e) AS r"
-           + " WHERE node IS NOT NULL GROUP BY GROUPING SETS ("
+           + f" WHERE node IS NOT NULL{' AND w <> 0' if weighted_column else ''} GROUP BY GROUPING SETS ("
            + ", ".join(f"(node, y, {k})" for k in keys) + ")")
     query = AggregateQuery(sql, None)
     group_offsets = task.group_offsets()
@@ -179,14 +179,17 @@ def profile_query(task, relation) -> AggregateQuery:
     enc = [f"{d.ident(task.target)} AS y"]
     for j, (c, k) in enumerate(zip(names, kinds)):
         enc.append(f"{d.ident(c)} AS a{j}" if k == CATEGORICAL else f"{numeric_sql(c, arrow.field(c).type, d)} AS a{j}")
+    counted = ""  # rows of weight 0 count as absent (schema.present_rows); bad weights stay, to be refused
     if task.weight is not None:
-        enc.append(f"CAST({d.ident(task.weight)} AS {d.double}) AS w")
+        w = f"CAST({d.ident(task.weight)} AS {d.double})"
+        enc.append(f"{w} AS w")
+        counted = f" WHERE {w} IS NULL OR {w} <> 0"
     keys = [f"a{j}" for j in range(len(names))]
     b = int(task.max_bins)
-    ctes, source = [], f"(SELECT {', '.join(enc)} FROM {relation.from_sql}) AS e"
+    ctes, source = [], f"(SELECT {', '.join(enc)} FROM {relation.from_sql}{counted}) AS e"
     if sampled:
         steps = row_hash_sql("rid", task.seed, d.xor, ("h1", "h2"))
-        hashed = f"(SELECT {', '.join(enc)}, {relation.row_id} AS rid FROM {relation.from_sql}) AS e"
+        hashed = f"(SELECT {', '.join(enc)}, {relation.row_id} AS rid FROM {relation.from_sql}{counted}) AS e"
         for name, expr in steps:
             hashed = f"(SELECT *, {expr} AS {name} FROM {hashed}) AS {name}_"
         ctes.append(f"s AS (SELECT * FROM {hashed} ORDER BY hash LIMIT {int(task.sample_rows)})")
@@ -238,6 +241,10 @@ def profile_query(task, relation) -> AggregateQuery:
                 f" 0, NULL, NULL, u, hi FROM r WHERE hi IS NOT NULL AND (distinct_values <= {b} OR "
                 f"({first_k} <= {b - 1} AND total * {first_k} <= cum * {b}))")
         sql = "WITH " + ", ".join(ctes) + " " + sql
+    if counted:  # every row read, of weight 0 too (a forest keeps and numbers them all); last, so that
+        # the other parts' types decide those of lo and hi (PostgreSQL)
+        sql += (f" UNION ALL SELECT 2, NULL, NULL, {', '.join('NULL' for _ in keys)}, count(*), NULL, NULL, NULL, 0, "
+                f"NULL, NULL, NULL, NULL FROM {relation.from_sql}")
     query = AggregateQuery(sql, None, row_id=row_id)
 
     def finish(table: pa.Table):
@@ -248,11 +255,14 @@ def profile_query(task, relation) -> AggregateQuery:
         main = part == 0
         total = main & (gf == -2)
         p.n_rows = int(n[total].sum())
-        bad = table.column("bad_w").to_numpy(zero_copy_only=False)[total]
+        bad = table.column("bad_w").fill_null(0).to_numpy(zero_copy_only=False)[total]
         if task.weight is not None and bad.sum() > 0:
             value = table.column("bad_w_value").to_pylist()[int(np.flatnonzero(total)[0])]
             raise DataError(f"the weight column {task.weight!r} of {task.where} has {int(bad.sum())} bad value(s), "
                             f"such as {value!r} (weights must be finite and >= 0)")
+        if counted:
+            check_weight_total(float(p.n_rows), task.weight, task.where)  # some row counts
+            p.n_rows = int(n[part == 2].sum())
         label_rows = np.flatnonzero(main & (gf == -1))  # one row per class
         ys = task.check_label(table.column("y").take(pa.array(label_rows)))
         p.label_counts = {v: int(c) for v, c in zip(ys.to_pylist(), n[label_rows])}

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from .partition import cut_blocks, place
-from .schema import NUMERIC, Schema, numeric_values, plain_numbers, slot_of
+from .schema import NUMERIC, Schema, numeric_values, plain_numbers, present_rows, slot_of
 
 
 def slot_dtype(schema: Schema) -> np.dtype:
@@ -178,6 +178,11 @@ class RowBlock:
         return RowBlock(np.asfortranarray(self.S[mask]), self.y[mask], self.w[mask] if len(self.w) else self.w,
                         self.node[mask])
 
+    def present(self) -> "RowBlock":
+        """The rows that count: those of weight 0 left out (:func:`rainforest.schema.present_rows`)."""
+        keep = present_rows(self.w)
+        return self if keep is None else self.take(keep)
+
     def to_arrow(self) -> pa.RecordBatch:
         """As an Arrow batch (columns ``s0..``, ``y``, ``node`` and ``w`` when weighted), for spilling."""
         cols = [pa.array(self.S[:, j]) for j in range(self.S.shape[1])] + [pa.array(self.y), pa.array(self.node)]
@@ -201,13 +206,14 @@ def encode_rows(schema: Schema, batch: pa.RecordBatch, class_weight: np.ndarray 
     S = np.empty((batch.num_rows, len(schema.attributes)), slot_dtype(schema), order="F")
     for j, a in enumerate(schema.attributes):
         attribute_slots(schema, j, batch.column(a.name), S[:, j])
-    y = schema.label.codes(batch.column(schema.label.name))
+    label = batch.column(schema.label.name)
     if weighted:
-        w = numeric_values(batch.column(schema.weight)) if schema.weight else np.ones(len(y))
+        w = numeric_values(batch.column(schema.weight)) if schema.weight else np.ones(len(label))
+        y = schema.label.codes(label, absent=w == 0)
         if class_weight is not None:
             w = w * class_weight[y]
     else:
-        w = np.empty(0)
+        y, w = schema.label.codes(label), np.empty(0)
     return RowBlock(S, y, w, np.zeros(len(y), np.int32))
 
 

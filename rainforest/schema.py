@@ -161,6 +161,15 @@ def check_classes(classes, target: str, where: str) -> None:
                         f"column to string or integer")
 
 
+def present_rows(w: np.ndarray) -> np.ndarray | None:
+    """Which rows count, by their weights ``w``: rows of weight 0 count as absent (scikit-learn's
+    sample-weight equivalence), in the classes, the categories, the values and the row counts;
+    None when every row counts.  The one statement of the rule; every pass that profiles or
+    counts rows applies it (the SQL queries as ``w <> 0``: :mod:`rainforest.pushdown`)."""
+    zero = w == 0
+    return ~zero if zero.any() else None
+
+
 def check_weight_total(total: float, weight: str | None, where: str) -> None:
     """Refuse weights that are all zero (every row would count as absent)."""
     if weight is not None and not total > 0:
@@ -175,8 +184,12 @@ class Label:
     name: str
     classes: list
 
-    def codes(self, arr) -> np.ndarray:
+    def codes(self, arr, absent: np.ndarray | None = None) -> np.ndarray:
+        """The class code of every row.  ``absent`` flags rows of weight 0: they count as absent
+        (:func:`present_rows`), so their labels need not be classes, and they get code 0."""
         arr = category_values(arr)
+        if absent is not None and absent.any():
+            arr = pc.if_else(pa.array(absent), pa.scalar(self.classes[0], arr.type), arr)
         if arr.null_count:
             raise DataError(f"the target column {self.name!r} has {arr.null_count} null values")
         idx = pc.index_in(arr, value_set=pa.array(self.classes, type=arr.type))
