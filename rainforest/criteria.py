@@ -23,6 +23,7 @@ import numpy as np
 from .categorical_splits import categorical_binary, categorical_multiway
 from .split_scores import (CRITERIA, ENTROPY, GAIN_RATIO, GINI, LN2, impurity,  # noqa: F401 (re-exported)
                            score_binary, slot_rows, two_way)
+from .threads import run_ranges
 
 
 @numba.njit(cache=True)
@@ -252,7 +253,6 @@ def _winner(block, offsets, n_classes, has_count, best_attr, best_kind, best_sco
     return best_attr, best_score, -1, -1, False, n_b
 
 
-@numba.njit(cache=True, parallel=True)
 def search_nodes(block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf,
                  min_weight, max_exhaustive, attr, score, left_slot, right_slot, inf_thr, n_branches, branches,
                  branch_start, lead=0):
@@ -264,37 +264,75 @@ def search_nodes(block, node_start, node_offsets, kinds, n_classes, has_count, c
 
     Each pair's best split is found on its own (from -inf); a node takes the first attribute with
     the highest score, as the sequential search does: a strictly better split wins in both, so the
-    same split is chosen to the bit.  A winning subset split is searched again for its subset."""
+    same split is chosen to the bit.  A winning subset split is searched again for its subset.
+
+    The three steps (node totals, pairs, winners) are serial ``nogil`` kernels run on ranges by
+    :func:`rainforest.threads.run_ranges`, not one ``parallel=True`` kernel: Numba's parallel
+    lowering of this search cost about 8 s of compilation on a fit's first use, for no speed."""
     n_nodes = node_start.shape[0] - 1
     n_attr = len(kinds)
     totals = np.empty((n_nodes, n_classes))
     sums = np.empty((n_nodes, 3))  # rows, weight, impurity
-    for k in numba.prange(n_nodes):
-        t, n_total, wn, parent_imp = node_totals(block[node_start[k]:node_start[k + 1]], node_offsets[k], lead,
-                                                 n_classes, has_count, criterion)
-        totals[k] = t
-        sums[k, 0], sums[k, 1], sums[k, 2] = n_total, wn, parent_imp
     scores = np.empty((n_nodes, n_attr))
     hows = np.empty((n_nodes, n_attr), np.int64)
     nums = np.empty((n_nodes, n_attr, 5))
-    for task in numba.prange(n_nodes * n_attr):
+    run_ranges(n_nodes, lambda lo, hi: _node_sums(block, node_start, node_offsets, n_classes, has_count, criterion,
+                                                   lead, lo, hi, totals, sums))
+    run_ranges(n_nodes * n_attr, lambda lo, hi: _pair_searches(
+        block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf, min_weight,
+        max_exhaustive, totals, sums, lo, hi, scores, hows, nums))
+    run_ranges(n_nodes, lambda lo, hi: _node_winners(
+        block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf, min_weight,
+        max_exhaustive, totals, sums, scores, hows, nums, lo, hi, attr, score, left_slot, right_slot, inf_thr,
+        n_branches, branches, branch_start))
+
+
+@numba.njit(cache=True, nogil=True)
+def _node_sums(block, node_start, node_offsets, n_classes, has_count, criterion, lead, lo, hi, totals, sums):
+    """Class totals, rows, weight and impurity of nodes ``lo .. hi - 1`` (:func:`node_totals`)."""
+    for k in range(lo, hi):
+        t, n_total, wn, parent_imp = node_totals(block[node_start[k]:node_start[k + 1]], node_offsets[k], lead,
+                                                 n_classes, has_count, criterion)
+        for c in range(n_classes):  # element by element: a whole-row copy compiles numba's shape-error
+            totals[k, c] = t[c]     # messages (string formatting, seconds of compile time on first use)
+        sums[k, 0], sums[k, 1], sums[k, 2] = n_total, wn, parent_imp
+
+
+@numba.njit(cache=True, nogil=True)
+def _pair_searches(block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf,
+                   min_weight, max_exhaustive, totals, sums, lo, hi, scores, hows, nums):
+    """The best split of each (node, attribute) pair ``lo .. hi - 1`` (pair ``k * n_attr + a``), from -inf."""
+    n_attr = len(kinds)
+    num = np.zeros(5)
+    for task in range(lo, hi):
         k, a = task // n_attr, task % n_attr
         offsets = node_offsets[k]
-        num = np.zeros(5)
+        for q in range(5):
+            num[q] = 0.0
         left = np.zeros(offsets[a + 1] - offsets[a] if kinds[a] != 0 else 1, np.bool_)
         scores[k, a], hows[k, a] = attribute_search(
             block[node_start[k]:node_start[k + 1]], offsets, a, kinds[a], n_classes, has_count, totals[k],
             sums[k, 0], sums[k, 1], sums[k, 2], criterion, multiway, min_leaf, min_weight, max_exhaustive, -np.inf,
             num, left)
-        nums[k, a] = num
-    for k in numba.prange(n_nodes):
-        best_attr, best_score = -1, -np.inf
+        for q in range(5):
+            nums[k, a, q] = num[q]
+
+
+@numba.njit(cache=True, nogil=True)
+def _node_winners(block, node_start, node_offsets, kinds, n_classes, has_count, criterion, multiway, min_leaf,
+                  min_weight, max_exhaustive, totals, sums, scores, hows, nums, lo, hi, attr, score, left_slot,
+                  right_slot, inf_thr, n_branches, branches, branch_start):
+    """Each node's split (``lo .. hi - 1``): its first attribute of the highest score, its subset again."""
+    n_attr = len(kinds)
+    for k in range(lo, hi):
+        # typed int64, not literal -1: a literal argument compiles a second specialization of the callees
+        best_attr, best_score = np.int64(-1), -np.inf
         for a in range(n_attr):
             if hows[k, a] >= 0 and scores[k, a] > best_score:
                 best_attr, best_score = a, scores[k, a]
         offsets = node_offsets[k]
         sub = block[node_start[k]:node_start[k + 1]]
-        best_kind = hows[k, best_attr] if best_attr >= 0 else -1
+        best_kind = hows[k, best_attr] if best_attr >= 0 else np.int64(-1)
         left = np.zeros(offsets[best_attr + 1] - offsets[best_attr] if best_kind == 1 else 1, np.bool_)
         if best_kind == 1:
             attribute_search(sub, offsets, best_attr, kinds[best_attr], n_classes, has_count, totals[k], sums[k, 0],

@@ -244,14 +244,16 @@ def _few_distinct(known, values, limit):
     """Sorted distinct values of ``known`` and ``values``, or an empty array with flag False past ``limit``."""
     buf = np.empty(limit + 1)
     k = len(known)
-    buf[:k] = known
+    for i in range(k):  # element by element, not by slices: see criteria.search_nodes
+        buf[i] = known[i]
     for v in values:
         lo = lower_bound(buf, 0, k, v)
         if lo < k and buf[lo] == v:
             continue
         if k == limit:
             return buf[:0], False
-        buf[lo + 1:k + 1] = buf[lo:k].copy()
+        for i in range(k, lo, -1):
+            buf[i] = buf[i - 1]
         buf[lo] = v
         k += 1
     return buf[:k].copy(), True
@@ -292,7 +294,10 @@ def _marked(values, lo, n):
 
 def few_distinct(known: np.ndarray, values: np.ndarray, limit: int) -> np.ndarray | None:
     """Merge the distinct ``values`` into ``known``; ``None`` once there are more than ``limit``."""
-    out, ok = _few_distinct(np.asarray(known, np.float64), np.asarray(values, np.float64), int(limit))
+    def writable(a):  # a read-only array (a zero-copy Arrow view) would compile a second specialization
+        a = np.asarray(a, np.float64)
+        return a if a.flags.writeable else a.copy()
+    out, ok = _few_distinct(writable(known), writable(values), int(limit))
     return out if ok else None
 
 

@@ -214,6 +214,7 @@ def encode_rows(schema: Schema, batch: pa.RecordBatch, class_weight: np.ndarray 
             w = w * class_weight[y]
     else:
         y, w = schema.label.codes(label), np.empty(0)
+    y = y.astype(class_dtype(len(schema.label.classes)))  # as kept rows hold them: one kernel specialization
     return RowBlock(S, y, w, np.zeros(len(y), np.int32))
 
 

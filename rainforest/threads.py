@@ -15,6 +15,8 @@ the count is chosen for speed alone:
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -24,6 +26,9 @@ import numpy as np  # noqa: E402
 
 #: inputs with fewer rows than this run on one thread
 SMALL_ROWS = 50_000
+#: ranges per thread in :func:`run_ranges` (more even out uneven work; fewer cost less to hand out)
+RANGES_PER_THREAD = 4
+_pool: ThreadPoolExecutor | None = None
 
 
 def thread_count(n_jobs, rows: int | None = None) -> int:
@@ -51,3 +56,39 @@ def numba_threads(n_jobs, rows: int | None = None):
     finally:
         if n != old:
             numba.set_num_threads(old)
+
+
+def run_ranges(n: int, work) -> None:
+    """Call ``work(lo, hi)`` on ranges covering ``0 .. n - 1``, on as many threads as Numba's thread
+    count (:func:`numba_threads`), the calling thread one of them; ranges are handed out in order
+    as threads come free.
+
+    For serial ``nogil`` kernels whose ranges write disjoint outputs, so the result does not depend
+    on the thread count: the parallelism of a ``parallel=True`` kernel without its compile time."""
+    threads = min(numba.get_num_threads(), n)
+    if threads <= 1:
+        if n > 0:
+            work(0, n)
+        return
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=max(1, numba.config.NUMBA_NUM_THREADS - 1),
+                                   thread_name_prefix="rainforest")
+    cuts = np.linspace(0, n, min(n, threads * RANGES_PER_THREAD) + 1).astype(np.int64)
+    ranges = iter(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+    lock = threading.Lock()
+
+    def drain() -> None:
+        while True:
+            with lock:
+                r = next(ranges, None)
+            if r is None:
+                return
+            work(*r)
+
+    helpers = [_pool.submit(drain) for _ in range(threads - 1)]
+    try:
+        drain()
+    finally:
+        for f in helpers:
+            f.result()

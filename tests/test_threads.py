@@ -37,3 +37,28 @@ def test_a_small_fit_runs_on_one_thread_and_gives_the_same_tree(small_rule, monk
     monkeypatch.setattr(threads, "SMALL_ROWS", 0)
     every = DecisionTreeClassifier(max_depth=4, n_jobs=-1).fit(X, y)
     assert small.tree_.to_json() == every.tree_.to_json()
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2, -1])
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+def test_run_ranges_covers_every_index_once(n_jobs, n):
+    from rainforest.threads import numba_threads, run_ranges
+    hits = np.zeros(n, np.int64)
+
+    def work(lo, hi):
+        hits[lo:hi] += 1
+
+    with numba_threads(n_jobs):
+        run_ranges(n, work)
+    assert (hits == 1).all()
+
+
+def test_run_ranges_raises_what_a_range_raises():
+    from rainforest.threads import numba_threads, run_ranges
+
+    def work(lo, hi):
+        if lo <= 500 < hi:
+            raise ValueError("range with 500")
+
+    with numba_threads(2), pytest.raises(ValueError, match="range with 500"):
+        run_ranges(1000, work)
