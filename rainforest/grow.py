@@ -55,8 +55,9 @@ class GrowParams:
 @dataclass
 class GrowStats:
     passes_per_level: list = field(default_factory=list)  # passes over the data (not memory or spill)
-    spill_reads: int = 0  # reads of spill partitions (RF-Write)
+    spill_reads: int = 0  # reads of the spill folder (the encoded row store on disk), not passes over the data
     spill_bytes: int = 0  # bytes written to the spill folder
+    spill_bytes_read: int = 0  # bytes read from it
     attribute_groups: int = 1  # RF-Vertical: attribute groups counted apart (1: all together)
     kept_rows: int = 0  # RF-Hybrid: rows pulled into memory
 
@@ -196,7 +197,9 @@ class _Growth:
         # 1,093 MB, past the 1 GB that 100M rows must stay under.)
         reads = sum(1 for c in chunks[:n_dense]
                     if any(n not in in_memory for g in c for n in g if n not in self.derived))
-        write = self.params.write and self.local and not pull and reads * len(self.groups) > 1
+        later = any(self.nodes.depth[n] + 1 < self.max_depth for n in self.frontier)
+        write = self.params.write and self.local and not pull and (
+            reads * len(self.groups) > 1 or (later and reads and not supply.spilled([])))
         return _Level(self.level, chunks, n_dense, write, pull, self.nodes.slot_routing(self.n_slots),
                       set(self.frontier))
 
@@ -370,7 +373,9 @@ class _Growth:
 
     def result(self) -> tuple[Tree, GrowStats]:
         if self.supply.spill is not None:
-            self.stats.spill_reads, self.stats.spill_bytes = self.supply.spill.reads, self.supply.spill.bytes_written
+            spill = self.supply.spill
+            self.stats.spill_reads, self.stats.spill_bytes, self.stats.spill_bytes_read = (
+                spill.reads, spill.bytes_written, spill.bytes_read)
         return self.nodes.to_tree(self.schema, self.params.criterion, self.n_classes), self.stats
 
 

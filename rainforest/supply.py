@@ -36,9 +36,10 @@ class RowSupply:
         if self.spill is not None and self.spill.generation >= 0:
             parts = {self.part_of[n] for n in nodes} if task.spill is None else self.spill.parts
             meter = PassMeter(f"level {level}, spill partitions {sorted(parts)}, {label}", self.verbose,
-                              self.spill.rows_in(parts) if self.verbose else 0)  # footers read for the bar only
+                              self.spill.rows_in(parts))
             state = task.new_state()
-            for rows in self.spill.read(parts, self.batch_size):
+            # a read that writes a new generation leaves the current one's nodes as they were
+            for rows in self.spill.read(parts, self.batch_size, update_nodes=task.spill is None):
                 state = task.count(state, rows)
                 meter(len(rows))
             meter.done()

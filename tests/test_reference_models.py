@@ -3,7 +3,8 @@
 The saved documents (``tests/data/models``) come from commit 1310887, before the packages, the
 estimator layer and the growth engine were reorganised (see ``tests/reference_models.py``). A
 change of shape must not change a result: the trees, forests, naive Bayes and boosting models
-and their pass counts are compared as JSON, key for key.
+and their pass counts are compared as JSON, key for key (pass counts that later work lowered on
+purpose are listed in ``FEWER_PASSES``, with the reason).
 """
 import json
 
@@ -12,9 +13,20 @@ import pytest
 from reference_models import CASES, MODELS, comparable, fit_case
 
 
+#: Pass counts that later work lowered on purpose, with the reason; the model itself stays equal.
+FEWER_PASSES = {
+    # issue 24: the first growth pass writes the encoded rows that do not fit memory to the spill
+    # folder, and every later level reads them there instead of the data (it took 5 passes)
+    "tree_kddcup_write_spill": 2,
+}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_model_equals_reference(name, tmp_path):
     expected = json.loads((MODELS / f"{name}.json").read_text())
     got = comparable(fit_case(name, tmp_path))
+    if name in FEWER_PASSES:
+        assert expected["n_passes"] > FEWER_PASSES[name]
+        expected["n_passes"] = FEWER_PASSES[name]
     assert got.get("n_passes") == expected.get("n_passes")
     assert got == expected

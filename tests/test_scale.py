@@ -13,6 +13,7 @@ from rainforest import rows as rows_module
 from rainforest import spill as spill_module
 from rainforest.datasets import agrawal_table
 from rainforest.grow import PassMeter
+from rainforest.storage import TableSource
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,9 @@ def test_rows_kept_grouped_by_node_move_down_in_blocks_to_the_read_tree(datasets
     assert seen[0] == (1, 32_561)  # the root's rows, cut into blocks
     seen.clear()
     deep = DecisionTreeClassifier(algorithm="hybrid", memory_budget="2MB", **params).fit(data, **fit)
-    assert 0 < deep.grow_stats_.kept_rows < 32_561 and 2 < deep.n_passes_ < read.n_passes_
+    # the rows that did not fit were spilled by the first growth pass; those pulled later came from there
+    assert 0 < deep.grow_stats_.kept_rows < 32_561 and deep.n_passes_ == 2 < read.n_passes_
+    assert deep.grow_stats_.spill_reads > 0
     assert deep.tree_.to_json() == read.tree_.to_json()
     assert seen[0][0] > 1 and seen[0][1] > 50  # pulled below the root: several groups, cut into blocks
 
@@ -178,16 +181,16 @@ def test_read_takes_one_pass_per_level_when_the_budget_holds_a_level(table):
 
 
 def test_hybrid_takes_strictly_fewer_passes_when_deep_nodes_fit(table):
-    # a quarter of 400 KB holds about 9,300 of the 20,000 encoded rows: once every node still
-    # growing fits, its rows are pulled into memory and later levels cost no pass (before that,
-    # levels needing several reads spill)
+    # a quarter of 400 KB holds about 9,300 of the 20,000 encoded rows: the first growth pass
+    # spills them, later levels read the spill, and once every node still growing fits, its rows are
+    # pulled into memory from there; no level after the first reads the data
     params = dict(max_bins=64, max_depth=12, memory_budget="400KB")
     read = DecisionTreeClassifier(algorithm="read", **params).fit(table, target="class")
     hybrid = DecisionTreeClassifier(algorithm="hybrid", **params).fit(table, target="class")
     assert hybrid.tree_.to_json() == read.tree_.to_json()
     assert 0 < hybrid.grow_stats_.kept_rows < 20_000 and hybrid.grow_stats_.spill_reads > 0
-    assert 2 < hybrid.n_passes_ < read.n_passes_
-    assert hybrid.n_passes_per_level_[-1] == 0
+    assert hybrid.n_passes_ == 2 < read.n_passes_
+    assert hybrid.n_passes_per_level_[1:] == [0] * (len(hybrid.n_passes_per_level_) - 1)
 
 
 @pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
@@ -209,6 +212,71 @@ def test_spill_folder_is_removed_when_a_fit_fails(table, tmp_path, monkeypatch, 
     with pytest.raises(error, match="stopped"):
         clf.fit(table, target="class")
     assert seen and seen[0], "the fit failed before writing its spill folder"
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+@pytest.mark.parametrize("during", ["writing", "reading"])
+def test_spill_folder_is_removed_when_a_fit_stops_midway(table, tmp_path, monkeypatch, error, during):
+    """Stopped after some blocks were written by the first growth pass, or read by a later level:
+    the folder held rows then, and nothing is left of it after."""
+    seen = []
+    writer, read = spill_module.Spill.writer, spill_module.Spill.read
+
+    def stopping_writer(self, part_of_node):
+        write = writer(self, part_of_node)
+
+        def write_some(rows):
+            write(rows)
+            seen.append(self.bytes_written)
+            if len(seen) == 3:
+                raise error("stopped while writing the spill")
+        return write_some
+
+    def stopping_read(self, *args, **kwargs):
+        for k, block in enumerate(read(self, *args, **kwargs)):
+            seen.append(os.listdir(os.path.join(self.root, f"gen-{self.generation}")))
+            if k == 2:
+                raise error("stopped while reading the spill")
+            yield block
+
+    if during == "writing":
+        monkeypatch.setattr(spill_module.Spill, "writer", stopping_writer)
+    else:
+        monkeypatch.setattr(spill_module.Spill, "read", stopping_read)
+    clf = DecisionTreeClassifier(max_bins=64, max_depth=7, memory_budget="200KB", batch_size=2000,
+                                 spill_dir=str(tmp_path))
+    with pytest.raises(error, match="stopped"):
+        clf.fit(table, target="class")
+    assert len(seen) == 3 and all(seen), "the fit did not stop midway through the spill"
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_first_growth_pass_spills_what_memory_cannot_hold(table, tmp_path, monkeypatch):
+    """A depth-10 tree whose encoded rows do not fit the budget's quarter reads the data twice
+    (profile, then the pass that spills); every later level reads the spill folder, which exists
+    during the fit and is gone after it; the tree is RF-Read's."""
+    during = []
+    commit = spill_module.Spill.commit
+
+    def watch(self):
+        commit(self)
+        during.append(sorted(os.listdir(os.path.join(self.root, f"gen-{self.generation}"))))
+
+    monkeypatch.setattr(spill_module.Spill, "commit", watch)
+    # 200,000 rows of 11 encoded bytes past a quarter of 8 MB; a level's AVC-groups fit one read
+    table = agrawal_table(200_000, function=7, seed=3)
+    params = dict(max_bins=16, max_depth=10, memory_budget="8MB")
+    read = DecisionTreeClassifier(algorithm="read", **params).fit(table, target="class")
+    source = TableSource(table=table)
+    clf = DecisionTreeClassifier(spill_dir=str(tmp_path), **params).fit(source, target="class")
+    assert clf.tree_.to_json() == read.tree_.to_json() and clf.get_depth() == 10
+    assert read.n_passes_ == 11 and clf.n_passes_ == 2 and source.n_passes == 2
+    assert during and during[0] == ["part-0.node", "part-0.rows"]
+    stats = clf.grow_stats_
+    assert stats.spill_bytes == 200_000 * (9 + 1 + 4)  # slots, class code, node: every row once
+    assert stats.spill_reads >= 2 and stats.spill_bytes_read == stats.spill_reads * stats.spill_bytes
+    assert 0 < stats.kept_rows < 200_000  # the nodes still growing came to fit: pulled from the spill
     assert os.listdir(tmp_path) == []
 
 
