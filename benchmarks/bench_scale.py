@@ -9,6 +9,8 @@ For every Agrawal function (``--functions``, default F1, F6, F7) and training si
 * ``sklearn``           -- scikit-learn ``DecisionTreeClassifier(max_depth=10)``, rows read into numpy;
 * ``lightgbm``          -- one LightGBM tree of depth <= 10, rows read into numpy;
 * ``xgboost``           -- one XGBoost ``hist`` tree of depth <= 10, rows read into numpy;
+* ``xgboost-extmem``    -- the same tree from XGBoost's external memory (``ExtMemQuantileDMatrix``
+  over an iterator yielding one Parquet file at a time; its cache in a temporary folder);
 * ``spark``             -- Spark MLlib ``DecisionTreeClassifier(maxDepth=10, maxBins=255)``,
   ``local[2]``, reading the same Parquet folder;
 
@@ -43,11 +45,11 @@ import harness  # noqa: E402  (standard library only)
 from harness import LABEL, ROOT, SEED, fmt as _fmt, vm_rss_mb as _vm_rss_mb  # noqa: E402
 from harness import local_spark, rows_label, status_kb  # noqa: E402
 
-CONTENDERS = ("rainforest-binned", "rainforest-exact", "sklearn", "lightgbm", "xgboost", "spark")
+CONTENDERS = ("rainforest-binned", "rainforest-exact", "sklearn", "lightgbm", "xgboost", "xgboost-extmem", "spark")
 COLORS = {"rainforest-binned": "#2a7f62", "rainforest-exact": "#7fbf7b", "sklearn": "#4c72b0",
-          "lightgbm": "#dd8452", "xgboost": "#c44e52", "spark": "#8172b3"}
+          "lightgbm": "#dd8452", "xgboost": "#c44e52", "xgboost-extmem": "#e8a0a2", "spark": "#8172b3"}
 MARKERS = {"rainforest-binned": "o", "rainforest-exact": "s", "sklearn": "^", "lightgbm": "D",
-           "xgboost": "v", "spark": "P"}
+           "xgboost": "v", "xgboost-extmem": "<", "spark": "P"}
 PACKAGES = ("rainforest", "numba", "pyarrow", "scikit-learn", "lightgbm", "xgboost", "pyspark")
 FIT_START, FIT_END = "@@bench-scale:fit-start@@", "@@bench-scale:fit-end@@"
 SAMPLE_EVERY = 0.2  # seconds between samples of the child's process tree
@@ -59,6 +61,11 @@ TARGET_RATIO = 0.5  # 10M rows, binned: fit <= 0.5x LightGBM
 TARGET_ACC_POINTS = 0.3  # accuracy within 0.3 points of scikit-learn's exact tree
 TARGET_RSS_100M_MB = 1024.0  # peak RSS at 100M rows under 1 GB
 TARGET_RSS_1B_MB = 4096.0  # peak RSS at 1B rows under 4 GB
+# Targets of issue 24 (the encoded row store).
+TARGET_RATIO_100M = 0.5  # 100M rows, binned: fit <= 0.5x LightGBM
+TARGET_RSS_STORE_100M_MB = 1536.0  # ... with peak RSS under 1.5 GB
+TARGET_SECONDS_1B = 400.0  # 1B rows: fit <= 400 s
+TARGET_RSS_STORE_1B_MB = 2048.0  # ... with peak RSS under 2 GB
 
 
 # ---------------------------------------------------------------------------
@@ -157,6 +164,56 @@ def _run_xgboost(args) -> dict:
     return {**row, "n_leaves": sum(1 for line in dump.splitlines() if "leaf=" in line)}
 
 
+def _run_xgboost_extmem(args) -> dict:
+    import glob
+
+    import numpy as np
+    import pyarrow.parquet as pq
+    import xgboost
+    from bench_foundation import _read_xy
+
+    files = sorted(glob.glob(os.path.join(args.train, "*.parquet")))
+
+    class Files(xgboost.DataIter):
+        """One Parquet file a batch, as XGBoost's external-memory examples load one file at a time."""
+
+        def __init__(self, cache):
+            self.at = 0
+            super().__init__(cache_prefix=os.path.join(cache, "cache"))
+
+        def next(self, input_data) -> bool:
+            if self.at == len(files):
+                return False
+            table = pq.read_table(files[self.at])
+            features = [n for n in table.schema.names if n != LABEL]
+            X = np.column_stack([table.column(n).to_numpy().astype(np.float32) for n in features])
+            input_data(data=X, label=table.column(LABEL).to_numpy())
+            self.at += 1
+            return True
+
+        def reset(self) -> None:
+            self.at = 0
+
+    params = {"tree_method": "hist", "max_depth": args.depth, "max_leaves": 0, "max_bin": 255, "eta": 1.0,
+              "min_child_weight": 0, "lambda": 0, "alpha": 0, "gamma": 0, "objective": "binary:logistic",
+              "nthread": 2, "verbosity": 0}
+
+    def fit():
+        with tempfile.TemporaryDirectory(dir=args.spill_dir) as cache:
+            dtrain = xgboost.ExtMemQuantileDMatrix(Files(cache), max_bin=255, nthread=2)
+            return xgboost.train(params, dtrain, num_boost_round=1)
+
+    rss0 = _vm_rss_mb()
+    _mark(FIT_START)
+    seconds, times, booster = harness.timed_median(args.repeats, fit, args.repeat_seconds)
+    _mark(FIT_END)
+    Xt, yt = _read_xy(args.test)
+    acc = float(((booster.predict(xgboost.DMatrix(Xt)) > 0.5) == yt).mean())
+    return {"fit_seconds": seconds, "fit_seconds_all": times, "read_seconds": None, "passes": None,
+            "test_accuracy": acc, "threads": 2, "rss_before_fit_mb": rss0,
+            "n_leaves": sum(1 for line in booster.get_dump()[0].splitlines() if "leaf=" in line)}
+
+
 def _run_spark(args) -> dict:
     t0 = time.perf_counter()
     from pyspark.ml.classification import DecisionTreeClassifier
@@ -206,7 +263,8 @@ def _run_spark(args) -> dict:
 
 
 RUNNERS = {"rainforest-binned": lambda a: _run_rainforest(a, 255), "rainforest-exact": lambda a: _run_rainforest(a, None),
-           "sklearn": _run_sklearn, "lightgbm": _run_lightgbm, "xgboost": _run_xgboost, "spark": _run_spark}
+           "sklearn": _run_sklearn, "lightgbm": _run_lightgbm, "xgboost": _run_xgboost,
+           "xgboost-extmem": _run_xgboost_extmem, "spark": _run_spark}
 
 
 # ---------------------------------------------------------------------------
@@ -403,11 +461,15 @@ def _passes_cell(r) -> str:
             return "-"
         gs = r.get("grow_stats") or {}
         extra = [f"spill reads {gs.get('spill_reads', 0)}", f"kept {_count_label(gs.get('kept_rows'))} rows"]
+        if gs.get("spill_bytes"):
+            extra.append(f"spilled {gs['spill_bytes'] / 1e9:.2f} GB")
         if gs.get("attribute_groups", 1) != 1:
             extra.append(f"{gs['attribute_groups']} attribute groups")
         return f"{r['passes']} ({', '.join(extra)})"
     if r["name"] == "spark":
         return "- (Spark caches binned rows)" if _ok(r) else "-"
+    if r["name"] == "xgboost-extmem":
+        return "- (external-memory cache)" if _ok(r) else "-"
     return "1 (in memory)" if _ok(r) else "-"
 
 
@@ -426,7 +488,7 @@ def _load_1b(path):
 
 
 def _targets(rows, info) -> list:
-    """``(target, measured, verdict)`` for each of issue 3's targets."""
+    """``(target, measured, verdict)`` for each of issue 3's and issue 24's targets."""
     out = []
     functions = info["functions"]
     # (1) 10M rows, binned: fit time <= 0.5x LightGBM's.
@@ -488,6 +550,26 @@ def _targets(rows, info) -> list:
     out.append((f"1 billion rows (larger than memory), rainforest-binned: peak RSS under {TARGET_RSS_1B_MB:.0f} MB",
                 "; ".join(parts) or f"not measured (no 1B result here nor in `{info.get('one_billion_json')}`)",
                 _verdict(verdicts) if verdicts else "not measured"))
+    # (5) issue 24: 100M rows, binned, with the encoded row store: <= 0.5x LightGBM, peak RSS under 1.5 GB.
+    parts, verdicts = [], []
+    for f in functions:
+        rf = _find(rows, f, 100_000_000, "rainforest-binned")
+        ratio = _lgbm_ratio(rows, rf) if rf is not None else None
+        if ratio is not None:
+            parts.append(f"F{f}: {ratio:.2f}× ({rf['fit_seconds']:.1f} s vs "
+                         f"{_find(rows, f, 100_000_000, 'lightgbm')['fit_seconds']:.1f} s), {rf.get('passes')} passes, "
+                         f"peak {_fmt(rf.get('peak_rss_mb'), '.0f')} MB")
+            verdicts.append(ratio <= TARGET_RATIO_100M and (rf.get("peak_rss_mb") or 1e9) < TARGET_RSS_STORE_100M_MB)
+    out.append((f"100M rows, depth {info['depth']}, binned: rainforest fit ≤ {TARGET_RATIO_100M:g}× LightGBM's, peak "
+                f"RSS under {TARGET_RSS_STORE_100M_MB:.0f} MB (issue 24)", "; ".join(parts) or "not measured",
+                _verdict(verdicts)))
+    # (6) issue 24: 1B rows in at most 400 s, peak RSS under 2 GB.
+    verdicts = [_ok(r) and r["fit_seconds"] <= TARGET_SECONDS_1B and (r.get("peak_rss_mb") or 1e9) < TARGET_RSS_STORE_1B_MB
+                for r in big]
+    parts = [f"F{r['function']} {rows_label(r['rows'])}: fit {_fmt(r.get('fit_seconds'), '.0f')} s, "
+             f"{r.get('passes')} passes, peak {_fmt(r.get('peak_rss_mb'), '.0f')} MB ({source})" for r in big]
+    out.append((f"1 billion rows, rainforest-binned: fit ≤ {TARGET_SECONDS_1B:.0f} s, peak RSS under "
+                f"{TARGET_RSS_STORE_1B_MB:.0f} MB (issue 24)", "; ".join(parts) or "not measured", _verdict(verdicts)))
     return out
 
 
@@ -523,7 +605,7 @@ def write_markdown(path: Path, rows, info) -> None:
         f"set-up and scoring {info['setup_timeout']:.0f} s each; skip-predicted "
         f"{'on' if info['skip_predicted'] else 'off'}",
         "",
-        "## Targets (issue 3)",
+        "## Targets (issues 3 and 24)",
         "",
         "| target | measured | verdict |",
         "|---|---|---|",
@@ -561,10 +643,12 @@ def write_markdown(path: Path, rows, info) -> None:
         "(`n_estimators=1, num_leaves=2**D, max_depth=D, learning_rate=1, min_child_samples=1, "
         "min_child_weight=0, reg_lambda=0, max_bin=255, n_jobs=2`); XGBoost one tree (`tree_method=\"hist\", "
         "n_estimators=1, max_depth=D, max_bin=255, learning_rate=1, min_child_weight=0, reg_lambda=0, n_jobs=2`); "
+        "XGBoost external memory (`xgboost-extmem`): the same tree from `ExtMemQuantileDMatrix` over an iterator "
+        "that reads one Parquet file a batch, its cache in a temporary folder (fit time includes building it); "
         "Spark MLlib `DecisionTreeClassifier(maxDepth=D, maxBins=255)` on `VectorAssembler` features, "
         f"`local[2]`, `spark.driver.memory={info['spark_driver_memory']}`, UI off.",
         "- `passes`: rainforest's `n_passes_` over the Parquet data (profiling pass included), with "
-        "`grow_stats_` (spill-partition reads of RF-Write, rows kept in memory by RF-Hybrid). The in-memory "
+        "`grow_stats_` (reads of the spill folder of encoded rows, rows kept in memory by RF-Hybrid). The in-memory "
         "peers read the files once; Spark reads them and caches its binned rows itself.",
         "- Peak RSS: each contender runs in its own child process (own session). For all but Spark it is the "
         "child's VmHWM (high-water mark of its resident set). For Spark the process tree counts: it is the Python "
