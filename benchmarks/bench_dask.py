@@ -88,13 +88,14 @@ def _metered_source(train: str, address: str, passes: list):
         return counters["lo"].bytes_sent if "lo" in counters else 0
 
     class Metered(DaskSource):
-        def fold(self, task, columns, batch_size=65536, progress=None):
+        # run_pass, not fold: a pass over partitions kept on the workers does not go through fold
+        def run_pass(self, task, columns, batch_size=65536, progress=None):
             t_meter = time.perf_counter()
             task_bytes = len(dumps(task))  # what the graph literal carries out, once per pass
             lo0 = loopback()
             metering = time.perf_counter() - t_meter
             t0 = time.perf_counter()
-            state = super().fold(task, columns, batch_size, progress)
+            state = super().run_pass(task, columns, batch_size, progress)
             seconds = time.perf_counter() - t0
             lo1 = loopback()
             t_meter = time.perf_counter()
@@ -248,7 +249,10 @@ def write_markdown(path: Path, rows, info) -> None:
         "(rows x Arrow widths of the columns), what shipping the data would cost.",
         "- `read` is RF-Read: one pass over the data per level, every pass on the cluster. `hybrid` (the "
         "default) keeps the encoded rows of nodes whose subtrees fit a quarter of the budget, in a single "
-        "process; on a cluster it keeps none (only AVC-groups come back), so it makes RF-Read's passes there.",
+        "process; on a cluster each worker keeps the encoded rows of the partitions it read (up to a quarter "
+        "of the budget per worker) and later levels are sent to it and count them there "
+        "(`rainforest/storage/dask_store.py`); only AVC-groups come back. *passes* are passes over the "
+        "Parquet files.",
         "- Workers run one thread each (`--nthreads 1`, `NUMBA_NUM_THREADS=1`); the client fits with "
         "`n_jobs=1`. `parquet-1t` is the single-process fit on one thread, `parquet` on all cores.",
         "- *same tree*: the tree's JSON (node for node, counts included) equals the `parquet` contender's.",

@@ -126,6 +126,9 @@ class AvcPass:
     With ``keep_into`` (a :class:`rainforest.rows.KeptRows`; local sources only, like ``spill``) the
     rows reaching the nodes it has groups for are kept too.
     ``spill`` (RF-Write), when set, receives every counted block of rows.
+    ``store`` (a :class:`rainforest.storage.dask_store.PartitionStore`), when set, lets a source
+    that keeps partitions where they are read (a Dask cluster's workers) keep them encoded
+    (:meth:`encode`) and count them again at later passes (:meth:`count_piece`).
     """
 
     schema: Schema
@@ -138,6 +141,7 @@ class AvcPass:
     attrs: np.ndarray
     keep_into: object = None
     spill: object = None
+    store: object = None
 
     def group_offsets(self) -> np.ndarray:
         """Offset of each counted attribute's slots in this pass's AVC-groups."""
@@ -148,7 +152,15 @@ class AvcPass:
         return AvcState(np.zeros((self.n_nodes, int(self.group_offsets()[-1]), self.n_channels)))
 
     def update(self, state: AvcState, batch: pa.RecordBatch, first_row: int) -> AvcState:
-        return self.count(state, encode_rows(self.schema, batch, self.class_weight, self.weighted).present())
+        return self.count(state, self.encode(batch, first_row))
+
+    def encode(self, batch: pa.RecordBatch, first_row: int) -> RowBlock:
+        """A batch's rows that count, encoded at the root: what a partition store keeps."""
+        return encode_rows(self.schema, batch, self.class_weight, self.weighted).present()
+
+    def count_piece(self, state: AvcState, rows: RowBlock) -> AvcState:
+        """Count kept rows (routed in place: the store keeps them where this pass left them)."""
+        return self.count(state, rows)
 
     def count(self, state: AvcState, rows: RowBlock) -> AvcState:
         """Count encoded rows (from a data pass or the spill folder) at their frontier nodes."""

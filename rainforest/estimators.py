@@ -75,17 +75,21 @@ class DecisionTreeClassifier(Classifier):
         fails if one node's AVC-group exceeds the budget.
         ``"vertical"`` (RF-Vertical) then counts the attributes a group at a
         time instead (high-cardinality numerics in exact mode).
-        ``"write"`` (RF-Write, with RF-Vertical) also writes, when a level
-        needs several reads, its rows partitioned by node to a temporary
-        spill folder, and later reads take only their partitions.
+        ``"write"`` (RF-Write, with RF-Vertical) also writes the encoded rows
+        once to a temporary spill folder, in the first read that later reads
+        would repeat, and every later read takes them from there (only the
+        partitions of its nodes), never from the source.
         ``"hybrid"`` (RF-Hybrid, with both) also keeps, during a pass, the
         encoded rows of nodes whose families fit a quarter of
         ``memory_budget``, and grows their subtrees in memory: a level whose
-        nodes are all in memory costs no pass.
+        nodes are all in memory costs no read. A binned tree then takes two
+        passes over a local source at any size.
     spill_dir : str or None, default=None
         Where RF-Write makes its temporary spill folder (the system's
         temporary directory when None). The folder is removed when ``fit``
-        ends, fails or is interrupted.
+        ends, fails or is interrupted. When its disk cannot hold the encoded
+        rows (checked before writing), the fit warns and reads the source
+        at every level instead.
     batch_size : int or None, default=None
         Rows per record batch; ``None`` derives it from ``memory_budget``.
         The tree does not depend on it.

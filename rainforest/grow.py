@@ -16,6 +16,7 @@ purity, ``min_impurity_decrease``), so that exact mode grows scikit-learn's tree
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +31,7 @@ from .plan import (attribute_groups, families, families_to_pull, group_bytes, le
 from .rows import KeptRows, class_dtype, row_bytes, slot_dtype
 from .rules import branch_totals, depth_limit, node_criterion, node_totals, split_outcome
 from .schema import Schema
-from .spill import Spill
+from .spill import Spill, disk_shortfall, spilled_bytes
 from .supply import RowSupply
 from .tree import Tree
 
@@ -81,11 +82,17 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
     interrupt."""
     supply = RowSupply(source, schema.names + [schema.label.name] + ([schema.weight] if schema.weight else []),
                      batch_size, verbose, n_rows)
+    # A source that keeps partitions where they are read (a Dask cluster's workers) holds the encoded
+    # rows there, up to a quarter of the budget per worker, as RF-Hybrid keeps them here.
+    if params.hybrid and getattr(source, "keeps_partitions", False):
+        supply.store = source.open_store(budget_bytes // 4)
     try:
         return _grow(supply, schema, params, budget_bytes, class_weight, n_rows, root_depth, total_weight)
     finally:
         if supply.spill is not None:
             supply.spill.remove()
+        if supply.store is not None:
+            source.close_store(supply.store)
 
 
 def _grow(supply: RowSupply, schema: Schema, params: GrowParams, budget_bytes: int,
@@ -166,6 +173,7 @@ class _Growth:
         # RF-Hybrid: rows of nodes whose families fit a quarter of the budget are kept in memory by
         # a data pass; their subtrees are then counted over those rows, costing no data pass.
         self.in_memory: set[int] = set()
+        self.spill_refused = False  # the spill folder's disk is too small: read the source instead
         # Not from a distributed source: its passes return only AVC-groups, never rows.
         self.memory_rows = (budget_bytes // 4) // row_bytes(schema, self.weighted) \
             if params.hybrid and self.local else 0
@@ -190,16 +198,24 @@ class _Growth:
             chunks, loads = spilled_loads(chunks, in_memory, supply, self.nodes.n_node_samples, self.memory_rows)
             n_dense = len(chunks)
             chunks += [[[n] for n in load] for load in loads]
-        # RF-Write: when the rows not in memory must be read more than once this level, the first
-        # read also writes them, partitioned by the chunk that counts them, for the other reads.
-        # (Spilling also when only later levels read the rows again was tried: at 100M rows the fit
-        # took 89 s, not 109 s, in 2 passes, but the spill's reads raised the peak RSS from 644 MB to
-        # 1,093 MB, past the 1 GB that 100M rows must stay under.)
+        # RF-Write, the row store on disk: when the rows not in memory must be read again, this level or
+        # a later one, the first read also writes them, partitioned by the chunk that counts them, so
+        # no later read goes to the source (a binned tree's n_passes_ is 2).  A spill in lz4 Parquet
+        # took 89 s at 100M rows and raised the peak RSS to 1,093 MB while reading; raw arrays filled
+        # in place take 28 s and 561 MB (spill.py).
         reads = sum(1 for c in chunks[:n_dense]
                     if any(n not in in_memory for g in c for n in g if n not in self.derived))
         later = any(self.nodes.depth[n] + 1 < self.max_depth for n in self.frontier)
-        write = self.params.write and self.local and not pull and (
+        write = self.params.write and self.local and not pull and not self.spill_refused and (
             reads * len(self.groups) > 1 or (later and reads and not supply.spilled([])))
+        if write:
+            n_rows = sum(self.nodes.n_node_samples[n] for c in chunks[:n_dense] for g in c for n in g
+                         if n not in in_memory)
+            short = disk_shortfall(self.params.spill_dir, spilled_bytes(n_rows, self.schema, self.weighted))
+            if short:  # the same tree, at RF-Read's cost: a pass over the source for each read
+                warnings.warn(f"{short}: growth reads the source at every level instead; give spill_dir a "
+                              f"larger disk to read it twice", RuntimeWarning, stacklevel=2)
+                self.spill_refused, write = True, False
         return _Level(self.level, chunks, n_dense, write, pull, self.nodes.slot_routing(self.n_slots),
                       set(self.frontier))
 
@@ -274,7 +290,7 @@ class _Growth:
             node_pos = np.full(len(nodes.feature), -1, np.int32)
             node_pos[part] = [index_of[n] for n in part]
             task = AvcPass(self.schema, level.routing, node_pos, len(index_of), self.n_channels, self.class_weight,
-                           self.weighted, attrs)
+                           self.weighted, attrs, store=supply.store)
             if level.pull and not from_memory:
                 task.keep_into = supply.kept = KeptRows(
                     level.pull, [nodes.n_node_samples[n] for n in level.pull], len(nodes.feature), self.n_attr,

@@ -35,7 +35,8 @@ import numpy as np
 
 from .atomic import pid_alive
 from .meter import log
-from .rows import RowBlock
+from .rows import RowBlock, class_dtype, slot_dtype
+from .schema import Schema
 from .signals import termination_as_interrupt
 
 PREFIX = "rainforest-spill-"
@@ -61,6 +62,23 @@ def remove_stale(parent: str | None) -> list[str]:
             shutil.rmtree(root, ignore_errors=True)
             removed.append(root)
     return removed
+
+
+def spilled_bytes(n_rows: int, schema: Schema, weighted: bool) -> int:
+    """Bytes that ``n_rows`` encoded rows take in the spill folder: slots, class code, weight when
+    not all one, node."""
+    per_row = len(schema.attributes) * slot_dtype(schema).itemsize + class_dtype(len(schema.label.classes)).itemsize
+    return n_rows * (per_row + (8 if weighted else 0) + 4)
+
+
+def disk_shortfall(parent: str | None, n_bytes: int) -> str | None:
+    """Why ``n_bytes`` do not fit the disk of ``parent`` (tempfile's default when None), or None."""
+    folder = tempfile.gettempdir() if parent is None else parent
+    free = shutil.disk_usage(folder).free
+    if free >= n_bytes:
+        return None
+    return (f"the spill folder's disk ({folder}) has {free:,} bytes free and the encoded rows need "
+            f"{n_bytes:,}")
 
 
 class Spill:

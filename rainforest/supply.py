@@ -24,6 +24,7 @@ class RowSupply:
     kept: KeptRows | None = None
     spill: Spill | None = None
     part_of: dict = field(default_factory=dict)  # tree node -> spill partition holding its rows
+    store: object = None  # the source's partition store (a Dask cluster's workers), if it keeps one
 
     def count(self, task: AvcPass, label: str, from_memory: bool, nodes: list, level: int) -> tuple:
         """Run ``task`` over the rows of ``nodes``; returns its state and whether the data was read."""
@@ -46,9 +47,10 @@ class RowSupply:
             return state, False
         meter = PassMeter(f"level {level}, pass {self.source.n_passes + 1} over the data, {label}", self.verbose,
                           self.n_rows)
+        before = self.source.n_passes
         state = self.source.run_pass(task, self.columns, self.batch_size, meter)
         meter.done()
-        return state, True
+        return state, self.source.n_passes > before  # a pass over partitions kept on the workers is not one
 
     def spilled(self, nodes: list) -> bool:
         """Whether the rows of every node in ``nodes`` are in the spill folder (and only there); with no

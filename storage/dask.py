@@ -34,6 +34,8 @@ from typing import Any, Callable, Iterator, Sequence
 import pyarrow as pa
 
 from .base import PassTask, Source, SourceError, fold_batches
+from .dask_frame import FrameReader, frame_schema, known_lengths
+from .dask_store import PartitionStore, StoredFold, drop_store, fold_partition, merge_folds
 from .parquet import ParquetSource
 
 #: Seconds to wait for a scheduler to answer before giving up.
@@ -81,8 +83,9 @@ class DaskSource(Source):
 
     Notes
     -----
-    Every :meth:`run_pass` counts one pass and builds one task graph: a fold
-    per partition, then a pairwise merge tree. :meth:`scan` (used by
+    Every :meth:`run_pass` builds one task graph: a fold per partition, then a
+    pairwise merge tree; it counts one pass, except for a task with a ``store``
+    (:mod:`rainforest.storage.dask_store`) whose partitions were all kept. :meth:`scan` (used by
     prediction) brings the partitions to this process one at a time, in order.
     """
 
@@ -97,6 +100,7 @@ class DaskSource(Source):
     _owns_client: bool = field(default=False, init=False, repr=False)
     _lengths: list | None = field(default=None, init=False, repr=False)
     _schema: pa.Schema | None = field(default=None, init=False, repr=False)
+    _homes: dict = field(default_factory=dict, init=False, repr=False)  # store id -> each partition's worker
 
     #: A pass runs where the rows live: sources derived from this one delegate to :meth:`fold`.
     distributed = True
@@ -118,11 +122,89 @@ class DaskSource(Source):
             self.client = connect(self.scheduler, self.connect_timeout)
             self._owns_client = True
 
+    # -- the row store on the workers (storage/dask_store.py) -----------------------------
+    @property
+    def keeps_partitions(self) -> bool:
+        """Whether growth can keep encoded partitions on the workers: Parquet files, which a worker
+        reads itself when a partition is not (or no longer) kept; a DataFrame's partitions are
+        graph outputs, read from the source at every pass."""
+        return self._parquet is not None
+
+    def open_store(self, budget_bytes: int) -> PartitionStore:
+        """A row store for one fit, each worker (or this process) holding up to ``budget_bytes``."""
+        return PartitionStore(budget_bytes)
+
+    def close_store(self, store: PartitionStore) -> None:
+        """Release ``store``'s pieces on every worker and in this process."""
+        self._homes.pop(store.id, None)
+        drop_store(store.id)
+        client = self._active_client()
+        if client is not None and client.status == "running":
+            client.run(drop_store, store.id)
+
+    def run_pass(self, task: PassTask, columns: Sequence[str], batch_size: int = 65536,
+                 progress: Callable[[int], None] | None = None) -> Any:
+        """As :meth:`Source.run_pass`; a task with a ``store`` counts a pass only when some partition
+        was read from the source (the first pass, or one whose worker was lost)."""
+        if getattr(task, "store", None) is None or not self.keeps_partitions:
+            return super().run_pass(task, columns, batch_size, progress)
+        self.check_columns(columns)
+        folded = self._fold_stored(task, list(columns), batch_size, progress)
+        self.n_passes += folded.source_reads > 0
+        return folded.state
+
+    def _fold_stored(self, task: PassTask, columns: list, batch_size: int, progress) -> StoredFold:
+        lengths = self.partition_lengths()
+        client = self._active_client()
+        uid = uuid.uuid4().hex[:12]
+        firsts = [sum(lengths[:i]) for i in range(len(lengths))]
+        local = _locked(progress) if progress is not None and client is None and _in_process() else None
+        task_node = _delayed(task, name=f"rainforest-task-{uid}", traverse=False)
+        homes = self._homes.get(task.store.id) or [None] * len(lengths)
+        held = []  # a client's futures, all held to the end: one released early could be forgotten by the
+        # scheduler before the merge that needs it arrives
+
+        def fold(i):
+            args = (_FileReader(), (self._parquet, i), columns, batch_size, firsts[i], lengths[i], i)
+            if client is None:  # Dask's local scheduler: the store is this process's
+                return _delayed(fold_partition, pure=False)(task_node, *args, local,
+                                                            dask_key_name=f"rainforest-fold-{uid}-{i}")
+            # to the worker holding the partition's pieces, or anywhere once it is gone
+            where = {"workers": [homes[i]], "allow_other_workers": True} if homes[i] else {}
+            held.append(client.submit(fold_partition, task, *args, key=f"rainforest-fold-{uid}-{i}", pure=False,
+                                      **where))
+            return held[-1]
+
+        def merge(a, b, key):
+            if client is None:
+                return _delayed(merge_folds, pure=False)(task_node, a, b, dask_key_name=key)
+            held.append(client.submit(merge_folds, task, a, b, key=key, pure=False))
+            return held[-1]
+
+        level, states = 0, [fold(i) for i in range(len(lengths))]
+        while len(states) > 1:  # pairwise, by partition index, as fold() merges
+            states = [merge(states[j], states[j + 1], f"rainforest-merge-{uid}-{level}-{j // 2}")
+                      for j in range(0, len(states) - 1, 2)] + ([states[-1]] if len(states) % 2 else [])
+            level += 1
+        folded = self._compute([states[0]])[0] if client is None else self._gather(client, held, states[0])
+        self._homes[task.store.id] = [folded.homes.get(i) for i in range(len(lengths))]
+        if progress is not None and local is None:
+            progress(sum(lengths))
+        return folded
+
+    def _gather(self, client, futures: list, last) -> Any:
+        _wait_for_workers(client, self.worker_timeout)
+        try:
+            _wait_while_workers(client, [last], self.worker_timeout)
+            return last.result()
+        finally:
+            client.cancel(futures)  # an interrupted pass leaves nothing running
+
     # -- Source ------------------------------------------------------------------
     @property
     def schema(self) -> pa.Schema:
         if self._schema is None:
-            self._schema = self._parquet.schema if self._parquet is not None else _frame_schema(self._frame)
+            self._schema = self._parquet.schema if self._parquet is not None else frame_schema(self._frame)
         return self._schema
 
     @property
@@ -141,7 +223,7 @@ class DaskSource(Source):
             if self._parquet is not None:
                 self._lengths = self._parquet.fragment_rows()
             else:
-                known = _known_lengths(self._frame)
+                known = known_lengths(self._frame)
                 if known is None:  # reading every partition is a pass over the data: count it
                     self.n_passes += 1
                     known = self._compute([_delayed(len)(p) for p in self._frame.to_delayed()])
@@ -206,7 +288,7 @@ class DaskSource(Source):
             # Dask fused small projected partitions into fewer: read whole partitions instead, so
             # partition i stays the rows the lengths were taken from.
             parts = self._frame.to_delayed()
-        return _FrameReader(schema), parts
+        return FrameReader(schema), parts
 
     # -- execution ----------------------------------------------------------------
     def _active_client(self):
@@ -274,23 +356,6 @@ class _FileReader:
     def __call__(self, part, columns, batch_size):
         source, index = part
         return source.fragment_batches(index, columns, batch_size)
-
-
-@dataclass
-class _FrameReader:
-    """A pandas partition as Arrow batches with the source's column types."""
-
-    schema: pa.Schema
-
-    def __call__(self, frame, columns, batch_size):
-        try:
-            table = pa.Table.from_pandas(frame[self.schema.names], preserve_index=False)
-            if table.schema != self.schema:
-                table = table.cast(self.schema)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            raise SourceError(f"a partition of the Dask DataFrame does not convert to the columns' types "
-                              f"{self.schema}: {str(exc).strip().splitlines()[0]}") from None
-        return table.select(list(columns)).to_batches(max_chunksize=batch_size)
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -400,25 +465,3 @@ def _locked(progress: Callable[[int], None]) -> Callable[[int], None]:
             progress(n)
 
     return report
-
-
-def _known_lengths(frame) -> tuple | None:
-    """Partition lengths Dask knows without reading rows (Parquet statistics, in-memory pandas), else None."""
-    try:  # dask-expr's Lengths expression folds to a literal when the metadata has them
-        from dask.dataframe.dask_expr._expr import Lengths, Literal
-
-        expr = Lengths(frame.expr).optimize(fuse=False)
-        if isinstance(expr, Literal) and len(expr.value) == frame.npartitions:
-            return tuple(expr.value)
-    except Exception:  # a private API: without it the lengths are counted
-        return None
-    return None
-
-
-def _frame_schema(frame) -> pa.Schema:
-    """Arrow types of the DataFrame's columns, from its metadata (object columns from the first rows)."""
-    schema = pa.Schema.from_pandas(frame._meta, preserve_index=False)
-    if any(pa.types.is_null(f.type) for f in schema):
-        head = pa.Schema.from_pandas(frame.head(1000, npartitions=-1), preserve_index=False)
-        schema = pa.schema([head.field(f.name) if pa.types.is_null(f.type) else f for f in schema])
-    return schema

@@ -32,6 +32,7 @@ from rainforest.cli import main as cli_main  # noqa: E402
 from rainforest.datasets import write_agrawal_parquet  # noqa: E402
 from rainforest.inputs import to_source  # noqa: E402
 from rainforest.storage import DaskSource, ParquetSource, SourceError  # noqa: E402
+from rainforest.storage import dask_store  # noqa: E402
 
 # dask's own Parquet reader calls a pandas method pandas deprecates; not ours to fix
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning")
@@ -219,6 +220,99 @@ def test_a_worker_killed_in_the_middle_of_a_fit(data, reference, tmp_path, kill_
 
 
 # -- other learners and prediction --------------------------------------------------------------------
+# -- the row store on the workers (storage/dask_store.py) --------------------------------------------
+def _held_nowhere(client=None) -> bool:
+    held = [dask_store.held()] + (list(client.run(dask_store.held).values()) if client is not None else [])
+    return all(h == {} for h in held)
+
+
+def test_threaded_scheduler_keeps_the_encoded_partitions(data, reference):
+    """Parquet files on Dask: the first growth pass encodes each partition once and keeps it; later
+    levels count the kept partitions, so the source is read twice, and the tree is the Parquet
+    source's. With a budget that holds one partition of six, every pass reads the others from the
+    source: RF-Read's passes, the same tree."""
+    tree, passes = reference["hybrid"]
+    source = DaskSource(data)
+    with _Tasks() as ran:
+        clf = _fit(source, "hybrid")
+    assert clf.tree_.to_json() == tree and clf.n_passes_ == source.n_passes == 2 == passes
+    assert clf.n_passes_per_level_ == [1] + [0] * (PARAMS["max_depth"] - 1)
+    folds = [k for k in ran.keys if isinstance(k, str) and k.startswith("rainforest-fold-")]
+    assert len(folds) == (1 + PARAMS["max_depth"]) * N_FILES  # every level still one task per partition
+    assert _held_nowhere()
+    # a quarter of 300 KB holds one partition's 5,000 rows of 14 encoded bytes (slots, class, node)
+    tight = DecisionTreeClassifier(algorithm="hybrid", memory_budget="300KB", **PARAMS).fit(DaskSource(data),
+                                                                                           target="class")
+    read = DecisionTreeClassifier(algorithm="read", memory_budget="300KB", **PARAMS).fit(data, target="class")
+    assert tight.tree_.to_json() == tree and tight.n_passes_ == read.n_passes_ > 2
+    assert _held_nowhere()
+
+
+def test_local_cluster_processes_keep_partitions_on_their_workers(data, reference):
+    """Worker processes (no PYTHONPATH): each partition is encoded once, on a worker, and counted
+    there at every later level; after the fit no worker holds any of it."""
+    tree = reference["hybrid"][0]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as lc, distributed.Client(lc) as client:
+        with distributed.get_task_stream(client) as stream:
+            clf = _fit(DaskSource(data, client=client), "hybrid")
+        assert clf.tree_.to_json() == tree and clf.n_passes_ == 2
+        folds = [(t["startstops"][0]["start"], *str(t["key"]).split("-")[2:], t["worker"]) for t in stream.data
+                 if str(t["key"]).startswith("rainforest-fold-")]
+        profiling = min(folds)[1]  # the profiling pass goes wherever the scheduler puts it
+        where = {}
+        for _, uid, i, worker in folds:
+            if uid != profiling:
+                where.setdefault(int(i), set()).add(worker)
+        assert len({uid for _, uid, _, _ in folds}) == 1 + PARAMS["max_depth"]
+        assert len(where) == N_FILES and all(len(w) == 1 for w in where.values())  # each stayed on its worker
+        assert len(set().union(*where.values())) == 2  # the partitions were spread over both workers
+        assert _held_nowhere(client)
+
+
+@pytest.mark.cluster
+def test_a_worker_killed_while_it_holds_kept_partitions(data, reference, tmp_path):
+    """SIGKILL in pass 4 (the fourth level, counted from partitions kept on the workers): the dead
+    worker's partitions are read and encoded again on the survivor, the tree is the same, and
+    that pass counts as a pass over the source (2 + 1); nothing is held after the fit."""
+    tree = reference["hybrid"][0]
+    marker = tmp_path / "stalled.pid"
+
+    class StallingSource(DaskSource):
+        calls = 0
+
+        def run_pass(self, task, columns, batch_size=65536, progress=None):
+            StallingSource.calls += 1
+            if StallingSource.calls == 4:
+                task = StallOnce(task, str(marker), 0)
+            return super().run_pass(task, columns, batch_size, progress)
+
+    killed = {}
+    cluster = _start(LoopbackCluster(n_workers=2, nthreads=1, env=WORKER_ENV))
+    try:
+        def kill_the_stalled_worker():
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if marker.exists() and marker.read_text():
+                    index = [p.pid for p in cluster.workers].index(int(marker.read_text()))
+                    killed["pid"] = cluster.kill_worker(index)
+                    killed["status"] = cluster.workers[index].returncode
+                    return
+                time.sleep(0.02)
+
+        killer = threading.Thread(target=kill_the_stalled_worker, daemon=True)
+        killer.start()
+        with StallingSource(data, scheduler=cluster.address) as source:
+            clf = _fit(source, "hybrid")
+            assert _held_nowhere(source.client)
+        killer.join(timeout=5)
+    finally:
+        cluster.stop()
+    assert killed.get("status") == -signal.SIGKILL  # a worker really died, stalled inside pass 4
+    assert clf.tree_.to_json() == tree
+    assert clf.n_passes_ == 3
+
+
 def test_naive_bayes_and_boosting_fit_on_a_dask_dataframe(data):
     nb_local = NaiveBayesClassifier().fit(data, target="class")
     nb_dask = NaiveBayesClassifier().fit(dd.read_parquet(data), target="class")

@@ -1,0 +1,47 @@
+"""A Dask DataFrame's partitions as Arrow batches, and what its metadata tells without reading rows."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from .base import SourceError
+
+
+@dataclass
+class FrameReader:
+    """A pandas partition as Arrow batches with the source's column types."""
+
+    schema: pa.Schema
+
+    def __call__(self, frame, columns, batch_size):
+        try:
+            table = pa.Table.from_pandas(frame[self.schema.names], preserve_index=False)
+            if table.schema != self.schema:
+                table = table.cast(self.schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise SourceError(f"a partition of the Dask DataFrame does not convert to the columns' types "
+                              f"{self.schema}: {str(exc).strip().splitlines()[0]}") from None
+        return table.select(list(columns)).to_batches(max_chunksize=batch_size)
+
+
+def known_lengths(frame) -> tuple | None:
+    """Partition lengths Dask knows without reading rows (Parquet statistics, in-memory pandas), else None."""
+    try:  # dask-expr's Lengths expression folds to a literal when the metadata has them
+        from dask.dataframe.dask_expr._expr import Lengths, Literal
+
+        expr = Lengths(frame.expr).optimize(fuse=False)
+        if isinstance(expr, Literal) and len(expr.value) == frame.npartitions:
+            return tuple(expr.value)
+    except Exception:  # a private API: without it the lengths are counted
+        return None
+    return None
+
+
+def frame_schema(frame) -> pa.Schema:
+    """Arrow types of the DataFrame's columns, from its metadata (object columns from the first rows)."""
+    schema = pa.Schema.from_pandas(frame._meta, preserve_index=False)
+    if any(pa.types.is_null(f.type) for f in schema):
+        head = pa.Schema.from_pandas(frame.head(1000, npartitions=-1), preserve_index=False)
+        schema = pa.schema([head.field(f.name) if pa.types.is_null(f.type) else f for f in schema])
+    return schema
