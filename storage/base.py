@@ -26,7 +26,9 @@ class PassTask(Protocol):
 
     ``update(state, batch, first_row)`` receives the global index of the
     batch's first row, so row identities are stable across batch sizes and
-    file layouts.
+    file layouts. A task may also define ``shrink(state)``, which a
+    distributed source calls on every partial state before it travels (see
+    :func:`travelling`): it may shrink the state, never change what it means.
     """
 
     def new_state(self) -> Any: ...
@@ -116,6 +118,13 @@ class Source:
         """The batches of :meth:`_batch_groups`, read ahead by a thread where :attr:`reads_ahead`."""
         groups = self._batch_groups(columns, batch_size)
         return _prefetched(groups) if self.reads_ahead else chain.from_iterable(groups)
+
+
+def travelling(task: PassTask, state: Any) -> Any:
+    """``state`` as it leaves a worker: ``task.shrink(state)`` where the task defines it (e.g. a
+    profile trims its sample buffers to the rows they hold), else ``state`` itself."""
+    shrink = getattr(task, "shrink", None)
+    return state if shrink is None else shrink(state)
 
 
 def fold_batches(task: PassTask, batches, first_row: int = 0,

@@ -101,6 +101,18 @@ def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, i
     return StoredFold(state, {index: _here() if room else None}, 1)
 
 
+def fold_partitions(task, reader, parts: list, columns, batch_size) -> StoredFold:
+    """Fold the partitions ``parts`` (``(part, first_row, n_rows, index)``, in index order) one after the
+    other into one state: the task of a worker holding them all, whose one state crosses the network
+    where one per partition would.  Only for tasks whose counts are integers (``order_free``), since
+    the sums are merged in another order than the pairwise one."""
+    folded = None
+    for part, first_row, n_rows, index in parts:
+        one = fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, index)
+        folded = one if folded is None else merge_folds(task, folded, one)
+    return folded
+
+
 def merge_folds(task, a: StoredFold, b: StoredFold) -> StoredFold:
     return StoredFold(task.merge(a.state, b.state), {**a.homes, **b.homes}, a.source_reads + b.source_reads)
 

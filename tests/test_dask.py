@@ -250,23 +250,26 @@ def test_threaded_scheduler_keeps_the_encoded_partitions(data, reference):
 
 def test_local_cluster_processes_keep_partitions_on_their_workers(data, reference):
     """Worker processes (no PYTHONPATH): each partition is encoded once, on a worker, and counted
-    there at every later level; after the fit no worker holds any of it."""
+    there at every later level, by one task per worker for all its partitions; after the fit no
+    worker holds any of it."""
     tree = reference["hybrid"][0]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as lc, distributed.Client(lc) as client:
         with distributed.get_task_stream(client) as stream:
             clf = _fit(DaskSource(data, client=client), "hybrid")
         assert clf.tree_.to_json() == tree and clf.n_passes_ == 2
-        folds = [(t["startstops"][0]["start"], *str(t["key"]).split("-")[2:], t["worker"]) for t in stream.data
-                 if str(t["key"]).startswith("rainforest-fold-")]
-        profiling = min(folds)[1]  # the profiling pass goes wherever the scheduler puts it
-        where = {}
-        for _, uid, i, worker in folds:
-            if uid != profiling:
-                where.setdefault(int(i), set()).add(worker)
-        assert len({uid for _, uid, _, _ in folds}) == 1 + PARAMS["max_depth"]
-        assert len(where) == N_FILES and all(len(w) == 1 for w in where.values())  # each stayed on its worker
-        assert len(set().union(*where.values())) == 2  # the partitions were spread over both workers
+        tasks = [(t["startstops"][0]["start"], *str(t["key"]).split("-")[1:], t["worker"]) for t in stream.data
+                 if str(t["key"]).startswith(("rainforest-fold-", "rainforest-folds-"))]
+        passes = sorted({(min(t[0] for t in tasks if t[2] == uid), uid) for _, _, uid, _, _ in tasks})
+        assert len(passes) == 1 + PARAMS["max_depth"]
+        first = [(kind, int(i), worker) for _, kind, uid, i, worker in tasks if uid == passes[1][1]]
+        assert sorted(i for kind, i, _ in first if kind == "fold") == list(range(N_FILES))  # one task a partition
+        home = {i: worker for _, i, worker in first}
+        assert len(set(home.values())) == 2  # spread over both workers
+        for _, uid in passes[2:]:  # then one task per worker, for the partitions it encoded
+            later = [(kind, tuple(map(int, i.split("."))), worker) for _, kind, u, i, worker in tasks if u == uid]
+            assert sorted(w for _, _, w in later) == sorted(set(home.values()))
+            assert all(kind == "folds" and all(home[i] == w for i in parts) for kind, parts, w in later)
         assert _held_nowhere(client)
 
 

@@ -4,6 +4,8 @@ The slots a data pass counts are computed column by column from Arrow, in each c
 (:func:`rainforest.rows.attribute_slots`); they must equal those of the float64 matrix that
 routing uses (:meth:`Schema.encode` then :func:`rainforest.rows.to_slots`), for every type.
 """
+import pickle
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -12,6 +14,7 @@ from rainforest.profile import ProfileTask
 from rainforest.rowhash import row_hash
 from rainforest.rows import encode_rows, slot_dtype, to_slots
 from rainforest.schema import CATEGORICAL, NUMERIC
+from rainforest.storage.base import travelling
 
 INTEGER_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
 
@@ -91,15 +94,25 @@ def test_binning_sample_holds_the_smallest_hashes_however_rows_arrive(batch_rows
             state = task.update(state, b, start)
             start += b.num_rows
         parts.append(state)
+    # what a Dask worker sends (storage.base.travelling): pruned and cut to the rows held, much
+    # smaller; merging those gives the same sample as merging the states as they were
+    copies = [pickle.loads(pickle.dumps(p)) for p in parts]
+    shrunk = [pickle.dumps(travelling(task, p)) for p in copies]
+    assert all(len(a) < len(pickle.dumps(p)) for a, p in zip(shrunk, parts))
+    merged_shrunk = pickle.loads(shrunk[0])
+    for a in shrunk[1:]:
+        merged_shrunk = travelling(task, task.merge(merged_shrunk, pickle.loads(a)))
     merged = parts[0]
     for p in parts[1:]:
         merged = task.merge(merged, p)
+    task._prune(merged_shrunk)
+    assert merged_shrunk.n_sample == size
     whole = task.new_state()
     for b in table.to_batches(max_chunksize=batch_rows * 3):
         whole = task.update(whole, b, whole.n_rows)
     smallest = np.sort(np.argsort(row_hash(np.arange(n, dtype=np.uint64), seed), kind="stable")[:size])
     expected = np.column_stack([table.column("a").to_numpy()[smallest], table.column("b").to_numpy()[smallest]])
-    for state in (merged, whole):
+    for state in (merged, whole, merged_shrunk):
         task._prune(state)
         assert state.n_sample == size
         held = state.held_sample()
