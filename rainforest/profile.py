@@ -145,6 +145,12 @@ class ProfileTask:
         if p.n_sample >= self.sample_rows:
             p.hash_limit = int(p.sample_hash[:p.n_sample].max())
 
+    @property
+    def order_free(self) -> bool:
+        """Whether profiles merged in any order are the same: without weights (classes and categories are
+        sorted, the sample is the rows of smallest hash, counts are integers)."""
+        return self.weight is None
+
     def shrink(self, p: Profile) -> Profile:
         """The profile as it leaves a Dask worker: the sample pruned to ``sample_rows`` rows and its
         buffers cut to the rows they hold (they are allocated for twice that, and more): 53 MB a

@@ -184,16 +184,22 @@ class DaskSource(Source):
         # A task whose counts are integers (unit weights) gives the same sums in any merge order: the
         # partitions a worker holds are then folded by one task there, so one state per worker crosses
         # the network, not one per partition (53 MB each at depth 9 of a 255-bin Agrawal tree).
-        groups = {}
-        if client is not None and getattr(task, "order_free", False):
+        # The first pass, where no partition is kept yet, folds contiguous ranges (see _ranges).
+        groups = [(None, g) for g in self._ranges(task, client, len(lengths))]
+        if client is not None and getattr(task, "order_free", False) and any(homes):
+            by_home = {}
             for i, home in enumerate(homes):
-                groups.setdefault(home, []).append(i)
-        states = [fold(i) for i in groups.pop(None, [])] if groups else [fold(i) for i in range(len(lengths))]
-        for home, mine in groups.items():
+                by_home.setdefault(home, []).append(i)
+            groups = [(None, [i]) for i in by_home.pop(None, [])] + list(by_home.items())
+        states = []
+        for home, mine in groups:
+            if len(mine) == 1 and home is None:
+                states.append(fold(mine[0]))
+                continue
+            where = {"workers": [home], "allow_other_workers": True} if home else {}
             held.append(client.submit(
                 fold_partitions, task, _FileReader(), [((self._parquet, i), firsts[i], lengths[i], i) for i in mine],
-                columns, batch_size, key=f"rainforest-folds-{uid}-{'.'.join(map(str, mine))}", pure=False, workers=[home],
-                allow_other_workers=True))
+                columns, batch_size, key=f"rainforest-folds-{uid}-{'.'.join(map(str, mine))}", pure=False, **where))
             states.append(held[-1])
         level = 0
         while len(states) > 1:  # pairwise, by partition index, as fold() merges
@@ -257,12 +263,18 @@ class DaskSource(Source):
         if len(parts) != len(lengths):
             raise SourceError(f"{self.description} now has {len(parts)} partitions, {len(lengths)} when the "
                               f"source was first passed over; make a new source for new data")
-        states, first = [], 0
-        for i, (part, n) in enumerate(zip(parts, lengths)):
-            states.append(_delayed(_fold_partition, pure=False)(
-                task_node, reader, part, columns, batch_size, first, n, local_progress,
-                dask_key_name=f"rainforest-fold-{uid}-{i}"))
-            first += n
+        firsts = [sum(lengths[:i]) for i in range(len(lengths))]
+        states, first = [], sum(lengths)
+        for group in self._ranges(task, client, len(parts)):
+            if len(group) == 1:
+                i = group[0]
+                states.append(_delayed(_fold_partition, pure=False)(
+                    task_node, reader, parts[i], columns, batch_size, firsts[i], lengths[i], local_progress,
+                    dask_key_name=f"rainforest-fold-{uid}-{i}"))
+            else:
+                states.append(_delayed(_fold_partitions, pure=False)(
+                    task_node, reader, [(parts[i], firsts[i], lengths[i]) for i in group], columns, batch_size,
+                    dask_key_name=f"rainforest-folds-{uid}-{group[0]}.{group[-1]}"))
         if not states:
             return task.new_state()
         level = 0
@@ -276,6 +288,16 @@ class DaskSource(Source):
         if progress is not None and local_progress is None:
             progress(first)  # a cluster reports the pass when it is done
         return state
+
+    def _ranges(self, task: PassTask, client, n: int) -> list:
+        """Partition indices folded by one task each, in order.  On a cluster, a task whose merge gives
+        the same state in any order (``order_free``: integer counts) folds contiguous ranges of Parquet
+        files, one per worker thread, so a pass sends a state per thread across the network, not one per
+        partition; otherwise each partition is a task."""
+        if client is None or self._parquet is None or not getattr(task, "order_free", False):
+            return [[i] for i in range(n)]
+        k = max(1, min(n, sum(client.nthreads().values())))
+        return [list(range(n * j // k, n * (j + 1) // k)) for j in range(k)]
 
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         """The rows in order, one partition at a time (brought to this process)."""
@@ -357,6 +379,15 @@ def _fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, 
     if rows != n_rows:  # the offsets of every later partition would be wrong
         raise SourceError(f"a partition starting at row {first_row} has {rows} rows, but "
                           f"{n_rows} were counted before the pass: the data changed under the source")
+    return travelling(task, state)
+
+
+def _fold_partitions(task, reader, parts, columns, batch_size):
+    """Fold the partitions ``parts`` (``(part, first_row, n_rows)``, in order) one after the other."""
+    state = None
+    for part, first_row, n_rows in parts:
+        one = _fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, None)
+        state = one if state is None else task.merge(state, one)
     return travelling(task, state)
 
 

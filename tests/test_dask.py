@@ -248,6 +248,27 @@ def test_threaded_scheduler_keeps_the_encoded_partitions(data, reference):
     assert _held_nowhere()
 
 
+def test_kept_partitions_never_exceed_the_workers_share_of_the_budget(data, reference, monkeypatch):
+    """The store's own accounting, after every pass: a quarter of 1 MB (262,144 bytes) holds three
+    partitions of 5,000 rows at 14 bytes (slots, class code, node), not a fourth; the other three
+    are read from the source at every pass, and the tree is the same."""
+    seen = []
+    run_pass = DaskSource.run_pass
+
+    def watched(self, task, *args, **kwargs):
+        state = run_pass(self, task, *args, **kwargs)
+        seen.append(sum(dask_store.held().values()))
+        return state
+
+    monkeypatch.setattr(DaskSource, "run_pass", watched)
+    clf = DecisionTreeClassifier(memory_budget="1MB", **PARAMS).fit(DaskSource(data), target="class")
+    assert clf.tree_.to_json() == reference["hybrid"][0]
+    assert max(seen) == 3 * 5_000 * (9 + 1 + 4) <= 2**20 // 4
+    read = DecisionTreeClassifier(algorithm="read", memory_budget="1MB", **PARAMS).fit(data, target="class")
+    assert clf.n_passes_ == read.n_passes_  # the partitions not kept are read at every level
+    assert _held_nowhere()
+
+
 def test_local_cluster_processes_keep_partitions_on_their_workers(data, reference):
     """Worker processes (no PYTHONPATH): each partition is encoded once, on a worker, and counted
     there at every later level, by one task per worker for all its partitions; after the fit no
@@ -262,14 +283,14 @@ def test_local_cluster_processes_keep_partitions_on_their_workers(data, referenc
                  if str(t["key"]).startswith(("rainforest-fold-", "rainforest-folds-"))]
         passes = sorted({(min(t[0] for t in tasks if t[2] == uid), uid) for _, _, uid, _, _ in tasks})
         assert len(passes) == 1 + PARAMS["max_depth"]
-        first = [(kind, int(i), worker) for _, kind, uid, i, worker in tasks if uid == passes[1][1]]
-        assert sorted(i for kind, i, _ in first if kind == "fold") == list(range(N_FILES))  # one task a partition
-        home = {i: worker for _, i, worker in first}
+        home = {}
+        for _, uid in passes[1:]:  # every pass: one task per worker thread, each for a range of partitions
+            ran = [(tuple(map(int, i.split("."))), worker) for _, kind, u, i, worker in tasks if u == uid]
+            assert len(ran) == 2 and sorted(i for parts, _ in ran for i in parts) == list(range(N_FILES))
+            for parts, worker in ran:
+                for i in parts:
+                    assert home.setdefault(i, worker) == worker  # counted where the first growth pass kept it
         assert len(set(home.values())) == 2  # spread over both workers
-        for _, uid in passes[2:]:  # then one task per worker, for the partitions it encoded
-            later = [(kind, tuple(map(int, i.split("."))), worker) for _, kind, u, i, worker in tasks if u == uid]
-            assert sorted(w for _, _, w in later) == sorted(set(home.values()))
-            assert all(kind == "folds" and all(home[i] == w for i in parts) for kind, parts, w in later)
         assert _held_nowhere(client)
 
 
