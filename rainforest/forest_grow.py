@@ -5,6 +5,7 @@ tree's rules (:mod:`rainforest.rules`)."""
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numba
@@ -22,6 +23,7 @@ from .meter import PassMeter
 from .nodes import Nodes, joined_routing
 from .rows import KeptRows
 from .rules import depth_limit, keeps_split, node_criterion, node_totals, pre_leaf
+from .spill import Spill, disk_shortfall
 
 TREES_PER_THREAD = 2  # trees grown at once from copies of their in-bag rows, per Numba thread
 
@@ -33,6 +35,9 @@ class ForestStats:
     kept_rows: int = 0  # rows kept in memory (RF-Hybrid), 0 if none
     trees_grown_together: int = 0  # RF-Hybrid: trees grown at once from copies of their in-bag rows; 0: none
     peak_avc_bytes: int = 0  # the largest AVC-groups of one pass
+    spill_reads: int = 0  # reads of the spill folder (every encoded row, written by the first growth pass)
+    spill_bytes: int = 0  # bytes written to it
+    spill_bytes_read: int = 0  # bytes read from it
 
     @property
     def n_passes(self) -> int:
@@ -121,6 +126,16 @@ class ForestGrower:
         room = budget // 4
         self.keep = (params.hybrid and local and n_rows > 0 and n_rows * columns.row_bytes() <= room)
         self.kept: KeptRows | None = None  # every row, one group (forest_rows.data_rows)
+        # The row store on disk: rows that do not fit memory are written once, in row order, by the first
+        # growth pass, and every later pass reads them there (the multiplicities come from the positions).
+        self.write = params.write and local and not self.keep and n_rows > 0 and self.max_depth > 1
+        if self.write:
+            short = disk_shortfall(params.spill_dir, n_rows * (columns.row_bytes() + 4))
+            if short:
+                warnings.warn(f"{short}: growth reads the source at every level instead; give spill_dir a larger "
+                              f"disk to read it twice", RuntimeWarning, stacklevel=2)
+                self.write = False
+        self.spill: Spill | None = None
 
     # -- the level loop ------------------------------------------------------------------
     def grow(self) -> list[Nodes]:
@@ -133,9 +148,17 @@ class ForestGrower:
             self._finish_in_memory(frontier, together, scratch_rows)
         else:
             level = 0
-            while len(frontier):
-                frontier = self._level(frontier, level, PassCounter(self))
-                level += 1
+            try:
+                while len(frontier):
+                    frontier = self._level(frontier, level, PassCounter(self))
+                    level += 1
+            finally:
+                if self.spill is not None:
+                    spill = self.spill
+                    self.stats.spill_reads, self.stats.spill_bytes, self.stats.spill_bytes_read = (
+                        spill.reads, spill.bytes_written, spill.bytes_read)
+                    spill.remove()
+                    self.spill = None
         if self.kept is not None:
             self.stats.kept_rows = self.kept.size
             self.kept = None
@@ -271,10 +294,24 @@ class ForestGrower:
             meter(self.kept.size)
             meter.done()
             return state.counts, False
+        if self.spill is not None and self.spill.generation >= 0:
+            meter = PassMeter(f"level {level}, the spilled rows, {label}", self.verbose, self.n_rows)
+            state, first = task.new_state(), 0
+            for rows in self.spill.read([0], self.batch_size, update_nodes=False):
+                state = task.count(state, rows.S, rows.y, rows.w, first)
+                first += len(rows)
+                meter(len(rows))
+            meter.done()
+            return state.counts, False
+        if self.write and self.spill is None:
+            self.spill = Spill(self.params.spill_dir, self.columns.width)
+            task.spill = self.spill.writer(np.zeros(1, np.int64))  # every row to partition 0
         meter = PassMeter(f"level {level}, pass {self.source.n_passes + 1} over the data, {label}", self.verbose,
                           self.n_rows)
         state = self.source.run_pass(task, self.data_columns, self.batch_size, meter)
         meter.done()
+        if task.spill is not None:
+            self.spill.commit()
         return state.counts, True
 
     # -- splits ------------------------------------------------------------------------------

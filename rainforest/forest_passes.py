@@ -41,12 +41,16 @@ class ForestPass:
     job_base: np.ndarray
     n_channels: int
     size: int
+    spill: object = None  # the row store on disk: receives every encoded block of the pass, in row order
 
     def new_state(self) -> ForestCounts:
         return ForestCounts(np.zeros(self.size))
 
     def update(self, state: ForestCounts, batch: pa.RecordBatch, first_row: int) -> ForestCounts:
-        return self.count(state, *self.columns.encode(batch), first_row)
+        S, y, w = self.columns.encode(batch)
+        if self.spill is not None:  # every row, kept in row order: its position is its identity
+            self.spill(RowBlock(S, y, w, np.zeros(len(y), np.int32)))
+        return self.count(state, S, y, w, first_row)
 
     def count(self, state: ForestCounts, S, y, w, first_row: int) -> ForestCounts:
         count_forest(S, y, w, np.int64(first_row), self.depth, self.trees, self.keys1, self.keys2, self.thresholds,

@@ -2,6 +2,8 @@
 source, out-of-bag estimates, and accuracy beside scikit-learn's RandomForestClassifier."""
 import json
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -179,6 +181,32 @@ def test_kept_rows_without_room_for_copies_are_counted_from_the_roots():
     assert kept.grow_stats_.kept_rows == table.num_rows and kept.grow_stats_.trees_grown_together == 0
     assert kept.n_passes_ == 2 and kept.n_passes_per_level_ == [1, 0, 0, 0, 0]
     assert kept.to_json() == passes.to_json()
+
+
+@pytest.mark.parametrize("extra", [dict(oob_score=True), dict(class_weight="balanced", max_features=0.5),
+                                   dict(memory_budget="200kB")])  # levels of several reads
+def test_rows_that_do_not_fit_memory_are_spilled_once_and_read_from_there(extra, tmp_path, monkeypatch):
+    """Adult's encoded rows (586 kB) do not fit a quarter of 2 MB: the first growth pass writes them
+    to the spill folder in row order and every later level reads them there; the forest is the one
+    a pass per level grows, the data is read twice (and once more out of bag), and the folder is
+    gone after."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the forest's spill goes to the temporary folder
+    table = pq.read_table(dataset_path("adult_train"))
+    params = dict(n_estimators=4, max_depth=5, random_state=2, **{"memory_budget": "2MB", **extra})
+    passes = RandomForestClassifier(algorithm="read", **params).fit(table, target="class")
+    spilled = RandomForestClassifier(**params).fit(table, target="class")
+    if "memory_budget" in extra:
+        assert passes.n_passes_ > 1 + 5  # some levels took several reads
+    stats = spilled.grow_stats_
+    assert stats.kept_rows == 0 and stats.trees_grown_together == 0
+    assert spilled.n_passes_ == 2 + extra.get("oob_score", False) and spilled.n_passes_per_level_[1:] == [0] * 4
+    width = len(spilled.feature_names_in_)
+    assert stats.spill_bytes == table.num_rows * (width + 1 + 4 + (8 if "class_weight" in extra else 0))
+    assert stats.spill_reads == passes.n_passes_ - 2 - extra.get("oob_score", False)
+    assert spilled.to_json() == passes.to_json()
+    assert os.listdir(tmp_path) == []
 
 
 def test_more_than_256_classes_grow_in_memory_too():
