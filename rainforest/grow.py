@@ -83,9 +83,10 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
     supply = RowSupply(source, schema.names + [schema.label.name] + ([schema.weight] if schema.weight else []),
                      batch_size, verbose, n_rows)
     # A source that keeps partitions where they are read (a Dask cluster's workers) holds the encoded
-    # rows there, up to a quarter of the budget per worker, as RF-Hybrid keeps them here.
+    # rows there, up to a quarter of the budget per worker in memory (as RF-Hybrid keeps them here),
+    # the rest on the worker's local disk.
     if params.hybrid and getattr(source, "keeps_partitions", False):
-        supply.store = source.open_store(budget_bytes // 4)
+        supply.store = source.open_store(budget_bytes // 4, spilled_bytes(1, schema, schema.weight is not None))
     try:
         return _grow(supply, schema, params, budget_bytes, class_weight, n_rows, root_depth, total_weight)
     finally:

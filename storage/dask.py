@@ -130,9 +130,10 @@ class DaskSource(Source):
         graph outputs, read from the source at every pass."""
         return self._parquet is not None
 
-    def open_store(self, budget_bytes: int) -> PartitionStore:
-        """A row store for one fit, each worker (or this process) holding up to ``budget_bytes``."""
-        return PartitionStore(budget_bytes)
+    def open_store(self, budget_bytes: int, row_bytes: int) -> PartitionStore:
+        """A row store for one fit: each worker (or this process) holds up to ``budget_bytes`` of
+        encoded rows in memory and the rest on its local disk (``row_bytes`` a row)."""
+        return PartitionStore(budget_bytes, row_bytes=row_bytes)
 
     def close_store(self, store: PartitionStore) -> None:
         """Release ``store``'s pieces on every worker and in this process."""

@@ -2,7 +2,7 @@
 
 A pass task that can keep rows (it has a ``store``, a :class:`PartitionStore`, and the methods
 ``encode(batch, first_row)`` and ``count_piece(state, piece)``) is folded per partition by
-:func:`fold_stored`: the first time a partition is needed on a worker, it is read from the source,
+:func:`fold_partition`: the first time a partition is needed on a worker, it is read from the source,
 each batch encoded once (a *piece*: what the task counts, e.g. slots, class codes, weights and
 the tree node each row has reached) and counted, and the pieces are kept in that worker
 process's memory while they fit the store's per-worker budget. Later passes of the same fit are
@@ -12,7 +12,8 @@ nodes), so the next pass starts where this one's routing ended.
 
 The store is a cache, never the only copy: a partition whose worker died, or that did not fit
 the budget, is read and encoded again from the source wherever the scheduler puts its task, and
-gives the same counts, so the result (merged by partition index, as every pass) is the same.
+gives the same counts, so the result is the same (merged by partition index, or, for a task whose
+counts are integers, by ranges of partitions: :func:`fold_partitions`).
 :func:`drop_store` releases a fit's pieces on every worker (``client.run``) when growth ends,
 also on error.
 
@@ -20,6 +21,11 @@ Only this module's functions run on the workers; it imports nothing from the lea
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import pickle
+import shutil
+import tempfile
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -30,6 +36,12 @@ from .base import SourceError
 _PIECES: dict = {}
 #: store id -> bytes of pieces this process holds for it.
 _HELD: dict = {}
+#: (store id, partition index) -> the file of its pieces on this machine's disk (past the memory share).
+_FILES: dict = {}
+#: store id -> bytes of its files here.
+_ON_DISK: dict = {}
+#: store id -> the folder of its files here.
+_FOLDERS: dict = {}
 #: store ids of fits that have ended: a late task of one keeps nothing.
 _CLOSED: set = set()
 _LOCK = threading.Lock()
@@ -37,9 +49,12 @@ _LOCK = threading.Lock()
 
 @dataclass(frozen=True)
 class PartitionStore:
-    """One fit's row store on a cluster: its id and the bytes each worker may hold of it."""
+    """One fit's row store on a cluster: the bytes each worker may hold of it in memory, whether the
+    rest goes to the worker's local disk, the bytes of a row there (for the disk's room), its id."""
 
     budget_bytes: int
+    disk: bool = True
+    row_bytes: int = 64
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
@@ -71,6 +86,7 @@ def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, i
     with _LOCK:
         pieces = _PIECES.get(key)
         room = _HELD.get(store.id, 0) < store.budget_bytes
+        path = _FILES.get(key)
     state = task.new_state()
     if pieces is not None:
         for piece in pieces:
@@ -78,27 +94,100 @@ def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, i
         if progress is not None:
             progress(n_rows)
         return StoredFold(state, {index: _here()}, 0)
-    kept, row = [], first_row
-    for batch in reader(part, columns, batch_size):
-        if batch.num_rows == 0:
-            continue
-        piece = task.encode(batch, row)
-        state = task.count_piece(state, piece)
-        if room:
-            kept.append(piece)
-        row += batch.num_rows
+    if path is not None:
+        state = _count_file(task, state, path)
         if progress is not None:
-            progress(batch.num_rows)
-    if row - first_row != n_rows:
-        raise SourceError(f"a partition starting at row {first_row} has {row - first_row} rows, but "
-                          f"{n_rows} were counted before the pass: the data changed under the source")
-    size = sum(p.nbytes for p in kept)
+            progress(n_rows)
+        return StoredFold(state, {index: _here()}, 0)
+    # past the memory share, the pieces stream to a file on this machine's disk (when it has room)
+    path = None if room or not store.disk else _new_file(store, index, n_rows)
+    kept, row, size = [], first_row, 0
+    try:
+        with open(path, "wb") if path else _nowhere() as out:
+            for batch in reader(part, columns, batch_size):
+                if batch.num_rows == 0:
+                    continue
+                piece = task.encode(batch, row)
+                state = task.count_piece(state, piece)
+                if room:
+                    kept.append(piece)
+                elif out is not None:
+                    pickle.dump(piece, out, protocol=pickle.HIGHEST_PROTOCOL)
+                size += piece.nbytes
+                row += batch.num_rows
+                if progress is not None:
+                    progress(batch.num_rows)
+        if row - first_row != n_rows:
+            raise SourceError(f"a partition starting at row {first_row} has {row - first_row} rows, but "
+                              f"{n_rows} were counted before the pass: the data changed under the source")
+    except BaseException:
+        if path:
+            os.remove(path)
+        raise
     with _LOCK:
-        room = room and store.id not in _CLOSED and _HELD.get(store.id, 0) + size <= store.budget_bytes
-        if room:
+        in_memory = store.id not in _CLOSED and room and _HELD.get(store.id, 0) + size <= store.budget_bytes
+        if in_memory:
             _PIECES[key] = kept
             _HELD[store.id] = _HELD.get(store.id, 0) + size
-    return StoredFold(state, {index: _here() if room else None}, 1)
+    if not in_memory and kept and store.disk:  # the memory share filled up during this partition
+        path = _new_file(store, index, n_rows)
+        if path:
+            with open(path, "wb") as out:
+                for piece in kept:
+                    pickle.dump(piece, out, protocol=pickle.HIGHEST_PROTOCOL)
+    on_disk = False
+    if path and not in_memory:
+        with _LOCK:
+            on_disk = store.id not in _CLOSED
+            if on_disk:
+                _FILES[key] = path
+                _ON_DISK[store.id] = _ON_DISK.get(store.id, 0) + size
+        if not on_disk:  # the fit ended meanwhile
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+    return StoredFold(state, {index: _here() if in_memory or on_disk else None}, 1)
+
+
+def _count_file(task, state, path: str):
+    """Count the pieces of a file and write them back routed (their nodes moved), through a new file."""
+    with open(path, "rb") as src, open(path + ".next", "wb") as dst:
+        while True:
+            try:
+                piece = pickle.load(src)
+            except EOFError:
+                break
+            state = task.count_piece(state, piece)
+            pickle.dump(piece, dst, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(path + ".next", path)
+    return state
+
+
+@contextlib.contextmanager
+def _nowhere():
+    yield None
+
+
+def _folder(store_id: str) -> str:
+    """This machine's folder of ``store_id``'s files: in the worker's local directory (Dask removes it
+    with the worker), else the temporary directory."""
+    try:
+        from distributed import get_worker
+
+        base = get_worker().local_directory
+    except (ImportError, ValueError):
+        base = tempfile.gettempdir()
+    return os.path.join(base, f"rainforest-store-{store_id}")
+
+
+def _new_file(store: PartitionStore, index: int, n_rows: int) -> str | None:
+    """A file for partition ``index``'s pieces, or None when the disk is short of room for it (its rows
+    at the store's bytes a row, twice: a read writes the routed pieces beside the old ones)."""
+    folder = _folder(store.id)
+    os.makedirs(folder, exist_ok=True)
+    with _LOCK:
+        _FOLDERS[store.id] = folder  # drop_store, run outside a task, cannot ask the worker where
+    if shutil.disk_usage(folder).free < 2 * n_rows * store.row_bytes:
+        return None
+    return os.path.join(folder, f"part-{index}.pieces")
 
 
 def fold_partitions(task, reader, parts: list, columns, batch_size) -> StoredFold:
@@ -118,15 +207,25 @@ def merge_folds(task, a: StoredFold, b: StoredFold) -> StoredFold:
 
 
 def drop_store(store_id: str) -> int:
-    """Release this process's pieces of ``store_id``; returns the bytes freed."""
+    """Release this process's pieces of ``store_id``, in memory and on disk; returns the bytes freed."""
     with _LOCK:
         _CLOSED.add(store_id)
         for key in [k for k in _PIECES if k[0] == store_id]:
             del _PIECES[key]
-        return _HELD.pop(store_id, 0)
+        for key in [k for k in _FILES if k[0] == store_id]:
+            del _FILES[key]
+        folder = _FOLDERS.pop(store_id, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        return _HELD.pop(store_id, 0) + _ON_DISK.pop(store_id, 0)
 
 
 def held() -> dict:
-    """Bytes of pieces this process holds, per store id (what a test asks the workers with ``client.run``)."""
+    """Bytes of pieces this process holds, per store id, in memory and (key ``"disk"``) in files
+    whose folder exists: what a test asks the workers with ``client.run``."""
     with _LOCK:
-        return {k: v for k, v in _HELD.items() if v}
+        out = {k: v for k, v in _HELD.items() if v}
+        disk = {k: v for k, v in _ON_DISK.items() if v}
+        if disk:
+            out["disk"] = disk
+        return out

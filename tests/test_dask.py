@@ -221,16 +221,27 @@ def test_a_worker_killed_in_the_middle_of_a_fit(data, reference, tmp_path, kill_
 
 # -- other learners and prediction --------------------------------------------------------------------
 # -- the row store on the workers (storage/dask_store.py) --------------------------------------------
+def _store_folders(dask_worker=None) -> list:
+    """The row store's folders in a worker's local directory (or the temporary directory here)."""
+    import glob as glob_module
+    import tempfile as tempfile_module
+
+    base = dask_worker.local_directory if dask_worker is not None else tempfile_module.gettempdir()
+    return glob_module.glob(os.path.join(base, "rainforest-store-*"))
+
+
 def _held_nowhere(client=None) -> bool:
+    """No process holds store data: nothing in memory, no file, no folder (here and on every worker)."""
     held = [dask_store.held()] + (list(client.run(dask_store.held).values()) if client is not None else [])
-    return all(h == {} for h in held)
+    folders = _store_folders() + ([f for fs in client.run(_store_folders).values() for f in fs] if client else [])
+    return all(h == {} for h in held) and folders == []
 
 
 def test_threaded_scheduler_keeps_the_encoded_partitions(data, reference):
     """Parquet files on Dask: the first growth pass encodes each partition once and keeps it; later
     levels count the kept partitions, so the source is read twice, and the tree is the Parquet
-    source's. With a budget that holds one partition of six, every pass reads the others from the
-    source: RF-Read's passes, the same tree."""
+    source's. With a budget that holds one partition of six in memory, the others go to the local
+    disk: still two passes, the same tree."""
     tree, passes = reference["hybrid"]
     source = DaskSource(data)
     with _Tasks() as ran:
@@ -243,46 +254,49 @@ def test_threaded_scheduler_keeps_the_encoded_partitions(data, reference):
     # a quarter of 300 KB holds one partition's 5,000 rows of 14 encoded bytes (slots, class, node)
     tight = DecisionTreeClassifier(algorithm="hybrid", memory_budget="300KB", **PARAMS).fit(DaskSource(data),
                                                                                            target="class")
-    read = DecisionTreeClassifier(algorithm="read", memory_budget="300KB", **PARAMS).fit(data, target="class")
-    assert tight.tree_.to_json() == tree and tight.n_passes_ == read.n_passes_ > 2
+    assert tight.tree_.to_json() == tree and tight.n_passes_ == 2
     assert _held_nowhere()
 
 
 def test_kept_partitions_never_exceed_the_workers_share_of_the_budget(data, reference, monkeypatch):
     """The store's own accounting, after every pass: a quarter of 1 MB (262,144 bytes) holds three
-    partitions of 5,000 rows at 14 bytes (slots, class code, node), not a fourth; the other three
-    are read from the source at every pass, and the tree is the same."""
+    partitions of 5,000 rows at 14 bytes (slots, class code, node) in memory, not a fourth; the
+    other three stream to files on the local disk.  Two passes, the same tree; then nothing held."""
     seen = []
     run_pass = DaskSource.run_pass
 
     def watched(self, task, *args, **kwargs):
         state = run_pass(self, task, *args, **kwargs)
-        seen.append(sum(dask_store.held().values()))
+        held = dask_store.held()
+        seen.append((sum(v for k, v in held.items() if k != "disk"), sum(held.get("disk", {}).values()),
+                     len(_store_folders())))
         return state
 
     monkeypatch.setattr(DaskSource, "run_pass", watched)
     clf = DecisionTreeClassifier(memory_budget="1MB", **PARAMS).fit(DaskSource(data), target="class")
-    assert clf.tree_.to_json() == reference["hybrid"][0]
-    assert max(seen) == 3 * 5_000 * (9 + 1 + 4) <= 2**20 // 4
-    read = DecisionTreeClassifier(algorithm="read", memory_budget="1MB", **PARAMS).fit(data, target="class")
-    assert clf.n_passes_ == read.n_passes_  # the partitions not kept are read at every level
+    assert clf.tree_.to_json() == reference["hybrid"][0] and clf.n_passes_ == 2
+    partition = 5_000 * (9 + 1 + 4)
+    assert max(m for m, _, _ in seen) == 3 * partition <= 2**20 // 4
+    assert seen[1:] == [(3 * partition, 3 * partition, 1)] * (len(seen) - 1)  # after the first growth pass
     assert _held_nowhere()
 
 
-def test_local_cluster_processes_keep_partitions_on_their_workers(data, reference):
+@pytest.mark.parametrize("budget", ["1GB", "300KB"])  # the kept rows in the workers' memory, or on their disks
+def test_local_cluster_processes_keep_partitions_on_their_workers(data, reference, budget):
     """Worker processes (no PYTHONPATH): each partition is encoded once, on a worker, and counted
-    there at every later level, by one task per worker for all its partitions; after the fit no
-    worker holds any of it."""
+    there at every later level, by one task per worker for all its partitions, from its memory or
+    its local disk; after the fit no worker holds any of it."""
     tree = reference["hybrid"][0]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as lc, distributed.Client(lc) as client:
         with distributed.get_task_stream(client) as stream:
-            clf = _fit(DaskSource(data, client=client), "hybrid")
+            clf = DecisionTreeClassifier(algorithm="hybrid", memory_budget=budget, **PARAMS).fit(
+                DaskSource(data, client=client), target="class")
         assert clf.tree_.to_json() == tree and clf.n_passes_ == 2
         tasks = [(t["startstops"][0]["start"], *str(t["key"]).split("-")[1:], t["worker"]) for t in stream.data
                  if str(t["key"]).startswith(("rainforest-fold-", "rainforest-folds-"))]
         passes = sorted({(min(t[0] for t in tasks if t[2] == uid), uid) for _, _, uid, _, _ in tasks})
-        assert len(passes) == 1 + PARAMS["max_depth"]
+        assert len(passes) == 1 + PARAMS["max_depth"] if budget == "1GB" else len(passes) > 1 + PARAMS["max_depth"]
         home = {}
         for _, uid in passes[1:]:  # every pass: one task per worker thread, each for a range of partitions
             ran = [(tuple(map(int, i.split("."))), worker) for _, kind, u, i, worker in tasks if u == uid]
