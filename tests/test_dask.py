@@ -178,6 +178,36 @@ def test_the_command_line_trains_predicts_and_evaluates_on_the_cluster(data, clu
     assert f"accuracy:   {clf.score(data, target='class'):.6f}" in out
 
 
+def _fit_while_a_worker_dies(source_class, data, marker, algorithm: str, inspect) -> tuple:
+    """Fit on a fresh loopback cluster of two workers through ``source_class``, whose stalled task
+    (dask_faults.StallOnce) writes its worker's pid to ``marker``; a thread SIGKILLs that worker
+    (one of this cluster's, never another process). Returns the model, the killed worker's pid and
+    status, and ``inspect(source)`` taken before the source closes."""
+    killed = {}
+    cluster = _start(LoopbackCluster(n_workers=2, nthreads=1, env=WORKER_ENV))
+
+    def kill():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if marker.exists() and marker.read_text():
+                index = [p.pid for p in cluster.workers].index(int(marker.read_text()))
+                killed["pid"] = cluster.kill_worker(index)
+                killed["status"] = cluster.workers[index].returncode
+                return
+            time.sleep(0.02)
+
+    try:
+        killer = threading.Thread(target=kill, daemon=True)
+        killer.start()
+        with source_class(data, scheduler=cluster.address) as source:
+            clf = _fit(source, algorithm)
+            seen = inspect(source)
+        killer.join(timeout=5)
+    finally:
+        cluster.stop()
+    return clf, killed, seen
+
+
 @pytest.mark.cluster
 @pytest.mark.parametrize("kill_in_pass", [3])
 def test_a_worker_killed_in_the_middle_of_a_fit(data, reference, tmp_path, kill_in_pass):
@@ -191,28 +221,8 @@ def test_a_worker_killed_in_the_middle_of_a_fit(data, reference, tmp_path, kill_
                 task = StallOnce(task, str(marker), from_row)
             return super().fold(task, columns, batch_size, progress)
 
-    killed = {}
-    cluster = _start(LoopbackCluster(n_workers=2, nthreads=1, env=WORKER_ENV))
-    try:
-        def kill_the_stalled_worker():
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                if marker.exists() and marker.read_text():
-                    pid = int(marker.read_text())
-                    index = [p.pid for p in cluster.workers].index(pid)  # one of ours, never another process
-                    killed["pid"] = cluster.kill_worker(index)
-                    killed["status"] = cluster.workers[index].returncode
-                    return
-                time.sleep(0.02)
-
-        killer = threading.Thread(target=kill_the_stalled_worker, daemon=True)
-        killer.start()
-        with StallingSource(data, scheduler=cluster.address) as source:
-            clf = _fit(source)
-            survivors = set(source.client.run(os.getpid).values())
-        killer.join(timeout=5)
-    finally:
-        cluster.stop()
+    clf, killed, survivors = _fit_while_a_worker_dies(StallingSource, data, marker, "read",
+                                                      lambda source: set(source.client.run(os.getpid).values()))
     assert killed.get("status") == -signal.SIGKILL  # a worker really died, stalled inside pass 3
     assert len(survivors) == 1 and killed["pid"] not in survivors
     assert clf.tree_.to_json() == tree
@@ -325,27 +335,9 @@ def test_a_worker_killed_while_it_holds_kept_partitions(data, reference, tmp_pat
                 task = StallOnce(task, str(marker), 0)
             return super().run_pass(task, columns, batch_size, progress)
 
-    killed = {}
-    cluster = _start(LoopbackCluster(n_workers=2, nthreads=1, env=WORKER_ENV))
-    try:
-        def kill_the_stalled_worker():
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                if marker.exists() and marker.read_text():
-                    index = [p.pid for p in cluster.workers].index(int(marker.read_text()))
-                    killed["pid"] = cluster.kill_worker(index)
-                    killed["status"] = cluster.workers[index].returncode
-                    return
-                time.sleep(0.02)
-
-        killer = threading.Thread(target=kill_the_stalled_worker, daemon=True)
-        killer.start()
-        with StallingSource(data, scheduler=cluster.address) as source:
-            clf = _fit(source, "hybrid")
-            assert _held_nowhere(source.client)
-        killer.join(timeout=5)
-    finally:
-        cluster.stop()
+    clf, killed, nothing_held = _fit_while_a_worker_dies(StallingSource, data, marker, "hybrid",
+                                                         lambda source: _held_nowhere(source.client))
+    assert nothing_held
     assert killed.get("status") == -signal.SIGKILL  # a worker really died, stalled inside pass 4
     assert clf.tree_.to_json() == tree
     assert clf.n_passes_ == 3
