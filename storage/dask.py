@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
@@ -34,15 +33,10 @@ from typing import Any, Callable, Iterator, Sequence
 import pyarrow as pa
 
 from .base import PassTask, Source, SourceError, fold_batches, travelling
-from .dask_frame import FrameReader, frame_schema, known_lengths
+from .dask_client import CONNECT_TIMEOUT, WORKER_TIMEOUT, connect, wait_for_workers, wait_while_workers
+from .dask_frame import FrameFromTask, FrameReader, LazyPart, frame_schema, known_lengths
 from .dask_store import PartitionStore, StoredFold, drop_store, fold_partition, fold_partitions, merge_folds
 from .parquet import ParquetSource
-
-#: Seconds to wait for a scheduler to answer before giving up.
-CONNECT_TIMEOUT = 10.0
-#: Seconds a pass waits for the scheduler to have at least one worker before giving up.
-WORKER_TIMEOUT = 60.0
-
 
 def is_dask_dataframe(obj) -> bool:
     """Whether ``obj`` is a Dask DataFrame (checked without importing Dask)."""
@@ -125,10 +119,17 @@ class DaskSource(Source):
     # -- the row store on the workers (storage/dask_store.py) -----------------------------
     @property
     def keeps_partitions(self) -> bool:
-        """Whether growth can keep encoded partitions on the workers: Parquet files, which a worker
-        reads itself when a partition is not (or no longer) kept; a DataFrame's partitions are
-        graph outputs, read from the source at every pass."""
-        return self._parquet is not None
+        """Whether growth can keep encoded partitions on the workers: always (a Parquet file is read
+        by the worker itself, a DataFrame's partition computed from within its task, whenever the
+        partition is not, or no longer, kept)."""
+        return True
+
+    def _stored_parts(self, columns: list) -> tuple:
+        """``(reader, parts)`` of the row store's tasks: a part a worker can read or compute on its own."""
+        if self._parquet is not None:
+            return _FileReader(), [(self._parquet, i) for i in range(len(self._parquet.files))]
+        reader, parts = self._partitions(columns, uuid.uuid4().hex[:12])
+        return FrameFromTask(reader), [LazyPart(p) for p in parts]
 
     def open_store(self, budget_bytes: int, row_bytes: int) -> PartitionStore:
         """A row store for one fit: each worker (or this process) holds up to ``budget_bytes`` of
@@ -165,8 +166,10 @@ class DaskSource(Source):
         held = []  # a client's futures, all held to the end: one released early could be forgotten by the
         # scheduler before the merge that needs it arrives
 
+        reader, parts = self._stored_parts(columns)
+
         def fold(i):
-            args = (_FileReader(), (self._parquet, i), columns, batch_size, firsts[i], lengths[i], i)
+            args = (reader, parts[i], columns, batch_size, firsts[i], lengths[i], i)
             if client is None:  # Dask's local scheduler: the store is this process's
                 return _delayed(fold_partition, pure=False)(task_node, *args, local,
                                                             dask_key_name=f"rainforest-fold-{uid}-{i}")
@@ -199,7 +202,7 @@ class DaskSource(Source):
                 continue
             where = {"workers": [home], "allow_other_workers": True} if home else {}
             held.append(client.submit(
-                fold_partitions, task, _FileReader(), [((self._parquet, i), firsts[i], lengths[i], i) for i in mine],
+                fold_partitions, task, reader, [(parts[i], firsts[i], lengths[i], i) for i in mine],
                 columns, batch_size, key=f"rainforest-folds-{uid}-{'.'.join(map(str, mine))}", pure=False, **where))
             states.append(held[-1])
         level = 0
@@ -214,9 +217,9 @@ class DaskSource(Source):
         return folded
 
     def _gather(self, client, futures: list, last) -> Any:
-        _wait_for_workers(client, self.worker_timeout)
+        wait_for_workers(client, self.worker_timeout)
         try:
-            _wait_while_workers(client, [last], self.worker_timeout)
+            wait_while_workers(client, [last], self.worker_timeout)
             return last.result()
         finally:
             client.cancel(futures)  # an interrupted pass leaves nothing running
@@ -345,10 +348,10 @@ class DaskSource(Source):
             import dask
 
             return list(dask.compute(*objs))
-        _wait_for_workers(client, self.worker_timeout)
+        wait_for_workers(client, self.worker_timeout)
         futures = client.compute(objs)
         try:
-            _wait_while_workers(client, futures, self.worker_timeout)
+            wait_while_workers(client, futures, self.worker_timeout)
             return client.gather(futures)  # a task's error (e.g. a DataError) is raised here as itself
         finally:
             client.cancel(futures)  # an interrupted pass leaves nothing running
@@ -405,90 +408,6 @@ class _FileReader:
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def connect(address: str, timeout: float = CONNECT_TIMEOUT):
-    """A ``distributed.Client`` of the scheduler at ``address``; a SourceError naming it if unreachable.
-
-    The address is probed first (one connection and handshake, bounded by ``timeout``), so
-    that a failed attempt leaves no half-started client behind.
-    """
-    if not isinstance(address, str) or not address:
-        raise SourceError(f"a Dask scheduler address must be a string such as 'tcp://host:8786', got {address!r}")
-    try:
-        _probe(address, timeout)
-        from distributed import Client
-
-        return Client(address, timeout=timeout, set_as_default=False)
-    except Exception as exc:  # refused, timed out, not a scheduler (any garbage in the handshake)
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise SourceError(f"cannot connect to the Dask scheduler at {address!r} within {timeout:g} s "
-                          f"(is 'dask scheduler' running there?): {reason}") from None
-
-
-def _probe(address: str, timeout: float) -> None:
-    """Open and close one comm to ``address``, in a thread of its own (the caller may run an event loop)."""
-    import asyncio
-
-    from distributed.comm import connect as open_comm
-
-    async def probe():
-        comm = await open_comm(address, timeout=timeout)
-        await comm.close()
-
-    failure: list = []
-
-    def run():
-        try:
-            asyncio.run(asyncio.wait_for(probe(), timeout + 1))
-        except BaseException as exc:  # handed to the caller's thread
-            failure.append(exc)
-
-    thread = threading.Thread(target=run, name="rainforest-dask-probe", daemon=True)
-    thread.start()
-    thread.join(timeout + 2)
-    if thread.is_alive():
-        raise TimeoutError(f"no answer after {timeout:g} s")
-    if failure:
-        raise failure[0]
-
-
-def _wait_for_workers(client, timeout: float) -> None:
-    try:
-        client.wait_for_workers(1, timeout=timeout)
-    except (TimeoutError, OSError) as exc:
-        raise SourceError(f"the Dask scheduler at {client.scheduler.address!r} has no worker "
-                          f"(waited {timeout:g} s): {exc}") from None
-
-
-def _wait_while_workers(client, futures, timeout: float) -> None:
-    """Wait for ``futures``; a SourceError if the cluster has had no worker for ``timeout`` seconds.
-
-    Losing some workers is survived (their partitions are recomputed elsewhere); losing all of
-    them would otherwise wait forever for one to join.
-    """
-    pending = len(futures)
-    lock, done = threading.Lock(), threading.Event()
-
-    def one_done(_future):  # called on the client's event loop thread
-        nonlocal pending
-        with lock:
-            pending -= 1
-            if pending == 0:
-                done.set()
-
-    for f in futures:
-        f.add_done_callback(one_done)
-    alone_since = None
-    while not done.wait(1.0):
-        if client.scheduler_info(n_workers=-1)["workers"]:
-            alone_since = None
-        elif alone_since is None:
-            alone_since = time.monotonic()
-        elif time.monotonic() - alone_since > timeout:
-            raise SourceError(f"the Dask cluster of the scheduler at {client.scheduler.address!r} lost all its "
-                              f"workers during a pass and none joined within {timeout:g} s (see the workers' "
-                              f"logs; a worker that cannot import rainforest dies on its first task)")
-
-
 def _delayed(obj, **kwargs):
     from dask import delayed
 

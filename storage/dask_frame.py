@@ -25,6 +25,36 @@ class FrameReader:
         return table.select(list(columns)).to_batches(max_chunksize=batch_size)
 
 
+class LazyPart:
+    """A DataFrame partition's graph, carried into a task unevaluated (the row store's tasks compute it
+    only when the partition is not kept where they run).  A plain class, not a dataclass: Dask looks
+    into dataclasses for graphs to compute first."""
+
+    __slots__ = ("part",)
+
+    def __init__(self, part):
+        self.part = part
+
+    def compute(self):
+        try:
+            from distributed import worker_client
+
+            with worker_client() as client:  # leaves the worker's thread to the partition's own tasks
+                return client.compute(self.part).result()
+        except (ImportError, ValueError):  # not on a worker: this process computes it
+            return self.part.compute(scheduler="sync")
+
+
+@dataclass
+class FrameFromTask:
+    """``FrameReader`` over a :class:`LazyPart`, computed where the task runs."""
+
+    reader: FrameReader
+
+    def __call__(self, part: LazyPart, columns, batch_size):
+        return self.reader(part.compute(), columns, batch_size)
+
+
 def known_lengths(frame) -> tuple | None:
     """Partition lengths Dask knows without reading rows (Parquet statistics, in-memory pandas), else None."""
     try:  # dask-expr's Lengths expression folds to a literal when the metadata has them

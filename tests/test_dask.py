@@ -104,10 +104,9 @@ class _Tasks(Callback):
 # -- one tree, however the passes run --------------------------------------------------------------
 @pytest.mark.parametrize("algorithm", ["read", "hybrid"])
 def test_threaded_scheduler_builds_the_parquet_tree(data, reference, algorithm):
-    tree = reference[algorithm][0]
-    # on a cluster RF-Hybrid keeps no rows in the client (only AVC-groups come back), so every
-    # level is counted there, in RF-Read's passes
-    passes = reference["read"][1]
+    tree, passes = reference[algorithm]
+    # RF-Hybrid keeps no rows in the client (only AVC-groups come back): the partitions are kept where
+    # they were computed (here, this process's row store), so it reads the source twice, as ParquetSource
     ddf = dd.read_parquet(data)
     assert ddf.npartitions == N_FILES
     source = to_source(ddf)
@@ -116,8 +115,9 @@ def test_threaded_scheduler_builds_the_parquet_tree(data, reference, algorithm):
         clf = _fit(source, algorithm)
     assert clf.tree_.to_json() == tree and clf.grow_stats_.kept_rows == 0
     assert clf.n_passes_ == source.n_passes == passes  # lengths came from the footers: no extra pass
+    assert _held_nowhere()
     folds = [k for k in ran.keys if isinstance(k, str) and k.startswith("rainforest-fold-")]
-    assert len(folds) == passes * N_FILES  # every pass was one task per partition
+    assert len(folds) == (1 + PARAMS["max_depth"]) * N_FILES  # every read was one task per partition
     assert _fit(DaskSource(data), algorithm).tree_.to_json() == tree  # a path: each file a partition
     assert _fit(dd.read_parquet(data), algorithm).tree_.to_json() == tree  # a Dask DataFrame as such
 
@@ -291,8 +291,9 @@ def test_kept_partitions_never_exceed_the_workers_share_of_the_budget(data, refe
     assert _held_nowhere()
 
 
+@pytest.mark.parametrize("frame", [False, True])  # Parquet files each worker reads, or a Dask DataFrame
 @pytest.mark.parametrize("budget", ["1GB", "300KB"])  # the kept rows in the workers' memory, or on their disks
-def test_local_cluster_processes_keep_partitions_on_their_workers(data, reference, budget):
+def test_local_cluster_processes_keep_partitions_on_their_workers(data, reference, budget, frame):
     """Worker processes (no PYTHONPATH): each partition is encoded once, on a worker, and counted
     there at every later level, by one task per worker for all its partitions, from its memory or
     its local disk; after the fit no worker holds any of it."""
@@ -301,16 +302,18 @@ def test_local_cluster_processes_keep_partitions_on_their_workers(data, referenc
                                   dashboard_address=None) as lc, distributed.Client(lc) as client:
         with distributed.get_task_stream(client) as stream:
             clf = DecisionTreeClassifier(algorithm="hybrid", memory_budget=budget, **PARAMS).fit(
-                DaskSource(data, client=client), target="class")
+                DaskSource(dd.read_parquet(data) if frame else data, client=client), target="class")
         assert clf.tree_.to_json() == tree and clf.n_passes_ == 2
         tasks = [(t["startstops"][0]["start"], *str(t["key"]).split("-")[1:], t["worker"]) for t in stream.data
                  if str(t["key"]).startswith(("rainforest-fold-", "rainforest-folds-"))]
         passes = sorted({(min(t[0] for t in tasks if t[2] == uid), uid) for _, _, uid, _, _ in tasks})
         assert len(passes) == 1 + PARAMS["max_depth"] if budget == "1GB" else len(passes) > 1 + PARAMS["max_depth"]
         home = {}
-        for _, uid in passes[1:]:  # every pass: one task per worker thread, each for a range of partitions
+        for k, (_, uid) in enumerate(passes[1:]):  # a task per worker thread, each for a range of partitions
             ran = [(tuple(map(int, i.split("."))), worker) for _, kind, u, i, worker in tasks if u == uid]
-            assert len(ran) == 2 and sorted(i for parts, _ in ran for i in parts) == list(range(N_FILES))
+            # (a DataFrame's partitions are first computed one task each, wherever the scheduler says)
+            assert len(ran) == (N_FILES if frame and k == 0 else 2)
+            assert sorted(i for parts, _ in ran for i in parts) == list(range(N_FILES))
             for parts, worker in ran:
                 for i in parts:
                     assert home.setdefault(i, worker) == worker  # counted where the first growth pass kept it
