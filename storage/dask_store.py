@@ -22,6 +22,7 @@ Only this module's functions run on the workers; it imports nothing from the lea
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import pickle
 import shutil
@@ -198,12 +199,20 @@ def fold_partitions(task, reader, parts: list, columns, batch_size) -> StoredFol
     folded = None
     for part, first_row, n_rows, index in parts:
         one = fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, index)
-        folded = one if folded is None else merge_folds(task, folded, one)
+        # states of this task alone: merged in place
+        folded = one if folded is None else _joined(task.merge(folded.state, one.state), folded, one)
     return folded
 
 
+def _joined(state, a: StoredFold, b: StoredFold) -> StoredFold:
+    return StoredFold(state, {**a.homes, **b.homes}, a.source_reads + b.source_reads)
+
+
 def merge_folds(task, a: StoredFold, b: StoredFold) -> StoredFold:
-    return StoredFold(task.merge(a.state, b.state), {**a.homes, **b.homes}, a.source_reads + b.source_reads)
+    """``a`` and ``b`` merged into a copy of ``a``'s state: the client holds the futures of these
+    states until the pass ends (dask_store's passes are submitted, not one graph), so a merge run
+    again after a lost worker must find its inputs as they were."""
+    return _joined(task.merge(copy.deepcopy(a.state), b.state), a, b)
 
 
 def drop_store(store_id: str) -> int:
