@@ -187,7 +187,7 @@ class DaskSource(Source):
 
         # A task whose counts are integers (unit weights) gives the same sums in any merge order: the
         # partitions a worker holds are then folded by one task there, so one state per worker crosses
-        # the network, not one per partition (53 MB each at depth 9 of a 255-bin Agrawal tree).
+        # the network, not one per partition (up to 4.7 MB each at depth 9 of a 255-bin Agrawal tree).
         # The first pass, where no partition is kept yet, folds contiguous ranges (see _ranges).
         groups = [(None, g) for g in self._ranges(task, client, len(lengths))]
         if client is not None and getattr(task, "order_free", False) and any(homes):
