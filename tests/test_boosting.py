@@ -82,3 +82,30 @@ def test_bad_learners_and_parameters():
     noise = pa.table({"x": np.zeros(100), "y": np.arange(100) % 2})
     with pytest.raises(DataError, match="no better than chance"):
         AdaBoostClassifier().fit(noise, target="y")
+
+
+def test_rounds_spill_the_rows_they_cannot_keep_and_boost_the_same_trees(monkeypatch):
+    """Adult's encoded rows (358 kB) pass a quarter of 300 kB: each round's tree spills them in its
+    first growth pass (with the round's weights) and reads its other levels from the spill folder,
+    one pass a round where RF-Read takes one a level; with 1 GB they are kept in memory.  The
+    trees and the estimator weights are RF-Read's in every case."""
+    from rainforest import spill as spill_module
+
+    commits = []
+    commit = spill_module.Spill.commit
+    monkeypatch.setattr(spill_module.Spill, "commit", lambda self: commits.append(1) or commit(self))
+    table = pq.read_table(dataset_path("adult_train"))
+
+    def fit(algorithm, budget):
+        base = DecisionTreeClassifier(max_depth=4, max_bins=32, algorithm=algorithm, memory_budget=budget)
+        return AdaBoostClassifier(base, n_estimators=3).fit(table, target="class")
+
+    read = fit("read", "300KB")
+    assert read.n_passes_ == 1 + 3 * 4 and not commits
+    spilled = fit("hybrid", "300KB")
+    assert spilled.n_passes_ == 1 + 3 and len(commits) == 3  # one spill a round
+    kept = fit("hybrid", "1GB")
+    assert kept.n_passes_ == 1 + 3 and len(commits) == 3
+    for model in (spilled, kept):
+        assert [t.to_json() for t in model.estimators_] == [t.to_json() for t in read.estimators_]
+        np.testing.assert_array_equal(model.estimator_weights_, read.estimator_weights_)
