@@ -5,7 +5,6 @@ tree's rules (:mod:`rainforest.rules`)."""
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numba
@@ -23,7 +22,7 @@ from .meter import PassMeter
 from .nodes import Nodes, joined_routing
 from .rows import KeptRows
 from .rules import depth_limit, keeps_split, node_criterion, node_totals, pre_leaf
-from .spill import Spill, disk_shortfall
+from .spill import Spill, room_for
 
 TREES_PER_THREAD = 2  # trees grown at once from copies of their in-bag rows, per Numba thread
 
@@ -129,12 +128,8 @@ class ForestGrower:
         # The row store on disk: rows that do not fit memory are written once, in row order, by the first
         # growth pass, and every later pass reads them there (the multiplicities come from the positions).
         self.write = params.write and local and not self.keep and n_rows > 0 and self.max_depth > 1
-        if self.write:
-            short = disk_shortfall(params.spill_dir, n_rows * (columns.row_bytes() + 4))
-            if short:
-                warnings.warn(f"{short}: growth reads the source at every level instead; give spill_dir a larger "
-                              f"disk to read it twice", RuntimeWarning, stacklevel=2)
-                self.write = False
+        if self.write:  # slots, class code (at most 4 bytes), weight, node
+            self.write = room_for(params.spill_dir, n_rows * (columns.row_bytes() + 4))
         self.spill: Spill | None = None
 
     # -- the level loop ------------------------------------------------------------------
@@ -154,10 +149,8 @@ class ForestGrower:
                     level += 1
             finally:
                 if self.spill is not None:
-                    spill = self.spill
-                    self.stats.spill_reads, self.stats.spill_bytes, self.stats.spill_bytes_read = (
-                        spill.reads, spill.bytes_written, spill.bytes_read)
-                    spill.remove()
+                    self.spill.report(self.stats)
+                    self.spill.remove()
                     self.spill = None
         if self.kept is not None:
             self.stats.kept_rows = self.kept.size

@@ -16,7 +16,6 @@ purity, ``min_impurity_decrease``), so that exact mode grows scikit-learn's tree
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +30,7 @@ from .plan import (attribute_groups, families, families_to_pull, group_bytes, le
 from .rows import KeptRows, class_dtype, row_bytes, slot_dtype
 from .rules import branch_totals, depth_limit, node_criterion, node_totals, split_outcome
 from .schema import Schema
-from .spill import Spill, disk_shortfall, spilled_bytes
+from .spill import Spill, room_for, spilled_bytes
 from .supply import RowSupply
 from .tree import Tree
 
@@ -86,7 +85,8 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
     # rows there, up to a quarter of the budget per worker in memory (as RF-Hybrid keeps them here),
     # the rest on the worker's local disk.
     if params.hybrid and getattr(source, "keeps_partitions", False):
-        supply.store = source.open_store(budget_bytes // 4, spilled_bytes(1, schema, schema.weight is not None))
+        supply.store = source.open_store(budget_bytes // 4, spilled_bytes(1, schema, schema.weight is not None
+                                                                          or class_weight is not None))
     try:
         return _grow(supply, schema, params, budget_bytes, class_weight, n_rows, root_depth, total_weight)
     finally:
@@ -212,10 +212,7 @@ class _Growth:
         if write:
             n_rows = sum(self.nodes.n_node_samples[n] for c in chunks[:n_dense] for g in c for n in g
                          if n not in in_memory)
-            short = disk_shortfall(self.params.spill_dir, spilled_bytes(n_rows, self.schema, self.weighted))
-            if short:  # the same tree, at RF-Read's cost: a pass over the source for each read
-                warnings.warn(f"{short}: growth reads the source at every level instead; give spill_dir a "
-                              f"larger disk to read it twice", RuntimeWarning, stacklevel=2)
+            if not room_for(self.params.spill_dir, spilled_bytes(n_rows, self.schema, self.weighted)):
                 self.spill_refused, write = True, False
         return _Level(self.level, chunks, n_dense, write, pull, self.nodes.slot_routing(self.n_slots),
                       set(self.frontier))
@@ -390,9 +387,7 @@ class _Growth:
 
     def result(self) -> tuple[Tree, GrowStats]:
         if self.supply.spill is not None:
-            spill = self.supply.spill
-            self.stats.spill_reads, self.stats.spill_bytes, self.stats.spill_bytes_read = (
-                spill.reads, spill.bytes_written, spill.bytes_read)
+            self.supply.spill.report(self.stats)
         return self.nodes.to_tree(self.schema, self.params.criterion, self.n_classes), self.stats
 
 

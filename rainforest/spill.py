@@ -29,6 +29,7 @@ import os
 import shutil
 import socket
 import tempfile
+import warnings
 from typing import Iterator
 
 import numpy as np
@@ -79,6 +80,16 @@ def disk_shortfall(parent: str | None, n_bytes: int) -> str | None:
         return None
     return (f"the spill folder's disk ({folder}) has {free:,} bytes free and the encoded rows need "
             f"{n_bytes:,}")
+
+
+def room_for(parent: str | None, n_bytes: int) -> bool:
+    """Whether the spill folder's disk holds ``n_bytes``; if not, a warning names the folder and the
+    bytes, and growth reads the source at every level instead (the same model, at RF-Read's cost)."""
+    short = disk_shortfall(parent, n_bytes)
+    if short:
+        warnings.warn(f"{short}: growth reads the source at every level instead; give spill_dir a larger disk "
+                      f"to read it twice", RuntimeWarning, stacklevel=3)
+    return not short
 
 
 class Spill:
@@ -204,6 +215,11 @@ class Spill:
                 raise
         if routed is not None:
             os.replace(node_file + ".next", node_file)
+
+    def report(self, stats) -> None:
+        """Copy this folder's reads and bytes into growth's statistics (``spill_reads``, ``spill_bytes``,
+        ``spill_bytes_read``)."""
+        stats.spill_reads, stats.spill_bytes, stats.spill_bytes_read = self.reads, self.bytes_written, self.bytes_read
 
     def rows_in(self, parts) -> int:
         return sum(sum(self._records[p]) for p in parts if p in self.parts)

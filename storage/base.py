@@ -120,6 +120,14 @@ class Source:
         return _prefetched(groups) if self.reads_ahead else chain.from_iterable(groups)
 
 
+def check_partition_rows(first_row: int, rows: int, n_rows: int) -> None:
+    """A partition folded on a cluster must hold the rows counted before the pass: the row
+    identities of every later partition depend on it."""
+    if rows != n_rows:
+        raise SourceError(f"a partition starting at row {first_row} has {rows} rows, but "
+                          f"{n_rows} were counted before the pass: the data changed under the source")
+
+
 def travelling(task: PassTask, state: Any) -> Any:
     """``state`` as it leaves a worker: ``task.shrink(state)`` where the task defines it (e.g. a
     profile trims its sample buffers to the rows they hold), else ``state`` itself."""

@@ -24,6 +24,7 @@ otherwise counted once (that costs one counted pass).
 """
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 import uuid
@@ -32,7 +33,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from .base import PassTask, Source, SourceError, fold_batches, travelling
+from .base import PassTask, Source, SourceError, check_partition_rows, fold_batches, travelling
 from .dask_client import CONNECT_TIMEOUT, WORKER_TIMEOUT, connect, wait_for_workers, wait_while_workers
 from .dask_frame import FrameFromTask, FrameReader, LazyPart, frame_schema, known_lengths
 from .dask_store import PartitionStore, StoredFold, drop_store, fold_partition, fold_partitions, merge_folds
@@ -116,13 +117,12 @@ class DaskSource(Source):
             self.client = connect(self.scheduler, self.connect_timeout)
             self._owns_client = True
 
+    #: Growth may keep encoded partitions on the workers (storage/dask_store.py): a Parquet file is
+    #: read by the worker itself, a DataFrame's partition computed from within its task, whenever the
+    #: partition is not, or no longer, kept.
+    keeps_partitions = True
+
     # -- the row store on the workers (storage/dask_store.py) -----------------------------
-    @property
-    def keeps_partitions(self) -> bool:
-        """Whether growth can keep encoded partitions on the workers: always (a Parquet file is read
-        by the worker itself, a DataFrame's partition computed from within its task, whenever the
-        partition is not, or no longer, kept)."""
-        return True
 
     def _stored_parts(self, columns: list) -> tuple:
         """``(reader, parts)`` of the row store's tasks: a part a worker can read or compute on its own."""
@@ -148,7 +148,7 @@ class DaskSource(Source):
                  progress: Callable[[int], None] | None = None) -> Any:
         """As :meth:`Source.run_pass`; a task with a ``store`` counts a pass only when some partition
         was read from the source (the first pass, or one whose worker was lost)."""
-        if getattr(task, "store", None) is None or not self.keeps_partitions:
+        if getattr(task, "store", None) is None:
             return super().run_pass(task, columns, batch_size, progress)
         self.check_columns(columns)
         folded = self._fold_stored(task, list(columns), batch_size, progress)
@@ -159,7 +159,7 @@ class DaskSource(Source):
         lengths = self.partition_lengths()
         client = self._active_client()
         uid = uuid.uuid4().hex[:12]
-        firsts = [sum(lengths[:i]) for i in range(len(lengths))]
+        firsts = list(itertools.accumulate(lengths, initial=0))  # each partition's first row
         local = _locked(progress) if progress is not None and client is None and _in_process() else None
         task_node = _delayed(task, name=f"rainforest-task-{uid}", traverse=False)
         homes = self._homes.get(task.store.id) or [None] * len(lengths)
@@ -213,7 +213,7 @@ class DaskSource(Source):
         folded = self._compute([states[0]])[0] if client is None else self._gather(client, held, states[0])
         self._homes[task.store.id] = [folded.homes.get(i) for i in range(len(lengths))]
         if progress is not None and local is None:
-            progress(sum(lengths))
+            progress(firsts[-1])
         return folded
 
     def _gather(self, client, futures: list, last) -> Any:
@@ -267,8 +267,8 @@ class DaskSource(Source):
         if len(parts) != len(lengths):
             raise SourceError(f"{self.description} now has {len(parts)} partitions, {len(lengths)} when the "
                               f"source was first passed over; make a new source for new data")
-        firsts = [sum(lengths[:i]) for i in range(len(lengths))]
-        states, first = [], sum(lengths)
+        firsts = list(itertools.accumulate(lengths, initial=0))  # each partition's first row
+        states, first = [], firsts[-1]
         for group in self._ranges(task, client, len(parts)):
             if len(group) == 1:
                 i = group[0]
@@ -380,9 +380,7 @@ class DaskSource(Source):
 def _fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, progress):
     """Fold one partition's batches into a new state; ``first_row`` is its first row's global index."""
     state, rows = fold_batches(task, reader(part, columns, batch_size), first_row, progress)
-    if rows != n_rows:  # the offsets of every later partition would be wrong
-        raise SourceError(f"a partition starting at row {first_row} has {rows} rows, but "
-                          f"{n_rows} were counted before the pass: the data changed under the source")
+    check_partition_rows(first_row, rows, n_rows)
     return travelling(task, state)
 
 

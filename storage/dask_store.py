@@ -31,7 +31,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 
-from .base import SourceError
+from .base import check_partition_rows
 
 #: (store id, partition index) -> the partition's pieces, in row order; this process's share.
 _PIECES: dict = {}
@@ -69,14 +69,20 @@ class StoredFold:
     source_reads: int
 
 
-def _here() -> str | None:
-    """The address of the worker running this task, or None in a process that is not a worker."""
+def _worker():
+    """The Dask worker running this task, or None in a process that is not a worker."""
     try:
         from distributed import get_worker
 
-        return get_worker().address
+        return get_worker()
     except (ImportError, ValueError):
         return None
+
+
+def _here() -> str | None:
+    """The address of the worker running this task, or None."""
+    worker = _worker()
+    return None if worker is None else worker.address
 
 
 def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, index, progress=None) -> StoredFold:
@@ -89,14 +95,12 @@ def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, i
         room = _HELD.get(store.id, 0) < store.budget_bytes
         path = _FILES.get(key)
     state = task.new_state()
-    if pieces is not None:
-        for piece in pieces:
-            state = task.count_piece(state, piece)
-        if progress is not None:
-            progress(n_rows)
-        return StoredFold(state, {index: _here()}, 0)
-    if path is not None:
-        state = _count_file(task, state, path)
+    if pieces is not None or path is not None:  # kept here, in memory or on disk
+        if pieces is not None:
+            for piece in pieces:
+                state = task.count_piece(state, piece)
+        else:
+            state = _count_file(task, state, path)
         if progress is not None:
             progress(n_rows)
         return StoredFold(state, {index: _here()}, 0)
@@ -118,9 +122,7 @@ def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, i
                 row += batch.num_rows
                 if progress is not None:
                     progress(batch.num_rows)
-        if row - first_row != n_rows:
-            raise SourceError(f"a partition starting at row {first_row} has {row - first_row} rows, but "
-                              f"{n_rows} were counted before the pass: the data changed under the source")
+        check_partition_rows(first_row, row - first_row, n_rows)
     except BaseException:
         if path:
             os.remove(path)
@@ -170,12 +172,8 @@ def _nowhere():
 def _folder(store_id: str) -> str:
     """This machine's folder of ``store_id``'s files: in the worker's local directory (Dask removes it
     with the worker), else the temporary directory."""
-    try:
-        from distributed import get_worker
-
-        base = get_worker().local_directory
-    except (ImportError, ValueError):
-        base = tempfile.gettempdir()
+    worker = _worker()
+    base = tempfile.gettempdir() if worker is None else worker.local_directory
     return os.path.join(base, f"rainforest-store-{store_id}")
 
 
