@@ -7,7 +7,9 @@ from .base import PassTask, Source, SourceError
 from .dask import DaskSource
 from .memory import TableSource, as_table
 from .parquet import MissingPathError, ParquetSource
-from .sql import DuckDBSource, PostgresSource, SqlSource
+from .duckdb_source import DuckDBSource
+from .postgres import PostgresSource
+from .sql import SqlSource
 
 __all__ = ["Source", "PassTask", "SourceError", "MissingPathError", "ParquetSource", "DaskSource", "TableSource", "as_table",
            "DuckDBSource", "PostgresSource", "SqlSource"]

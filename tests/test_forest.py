@@ -258,16 +258,21 @@ def test_identical_forests_from_duckdb(agrawal):
     assert clf.to_json() == ref.to_json()
 
 
-def test_identical_forests_from_postgresql(agrawal, postgres_url):
+@pytest.mark.parametrize("transfer", ["rows", "aggregates"])
+def test_identical_forests_from_postgresql(agrawal, postgres_url, transfer):
     from conftest import load_script
     from rainforest.storage import PostgresSource
 
     load_script("postgres_server").load_table(postgres_url, "forest_agrawal", pq.read_table(agrawal), replace=True)
     params = dict(n_estimators=8, max_depth=5, random_state=2, oob_score=True)
     ref = RandomForestClassifier(**params).fit(agrawal, target="class")
-    clf = RandomForestClassifier(**params).fit(PostgresSource(postgres_url, table="forest_agrawal"), target="class")
+    clf = RandomForestClassifier(**params).fit(PostgresSource(postgres_url, table="forest_agrawal", transfer=transfer),
+                                               target="class")
     assert clf.to_json() == ref.to_json() and clf.oob_score_ == ref.oob_score_
-    assert clf.n_passes_ == 1 + 5 + 1  # rows stay in the database: one pass per level
+    if transfer == "rows":  # streamed rows are kept as the Parquet source's are: profile, growth, OOB
+        assert clf.n_passes_ == ref.n_passes_ == 3
+    else:  # rows stay in the database: one pass per level
+        assert clf.n_passes_ == 1 + 5 + 1
 
 
 def test_identical_forests_with_categories_missing_values_and_weights():

@@ -1,4 +1,5 @@
-"""SQL-backed training: DuckDB and PostgreSQL sources with pushed-down passes, scoring in the database."""
+"""SQL-backed training: DuckDB and PostgreSQL sources, their rows streamed out (transfer="rows") or their
+passes pushed down (transfer="aggregates"), and scoring in the database."""
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -9,6 +10,10 @@ import duckdb
 from rainforest import DecisionTreeClassifier
 from rainforest.datasets import agrawal_table
 from rainforest.storage import DuckDBSource, PostgresSource, SourceError
+
+
+# the equality tests run in both ways rows cross; neither may change the tree
+BOTH = pytest.mark.parametrize("transfer", ["rows", "aggregates"])
 
 
 def fit(data, **kw):
@@ -39,26 +44,30 @@ def same(a, b):
 
 # -- DuckDB ---------------------------------------------------------------------------------
 
+@BOTH
 @pytest.mark.parametrize("max_bins", [255, 16])
-def test_duckdb_sources_equal_parquet_binned_past_the_sample(agrawal_dir, max_bins):
+def test_duckdb_sources_equal_parquet_binned_past_the_sample(agrawal_dir, max_bins, transfer):
     """Binned mode over 300,000 rows: the pushed-down profile hashes the same row identities as the
     Parquet source, so the sample, the bins and the tree are the same, pass for pass."""
     ref = fit(str(agrawal_dir), max_bins=max_bins, max_depth=8)
     con = duckdb.connect()
     con.execute(f"CREATE TABLE t AS SELECT * FROM read_parquet('{agrawal_dir}/*.parquet')")
-    for source in (DuckDBSource(parquet=str(agrawal_dir)), DuckDBSource(table="t", connection=con)):
+    for source in (DuckDBSource(parquet=str(agrawal_dir), transfer=transfer),
+                   DuckDBSource(table="t", connection=con, transfer=transfer)):
         same(ref, fit(source, max_bins=max_bins, max_depth=8))
     assert ref.n_passes_ == 9  # the profile, then one pass per level
 
 
-def test_duckdb_sources_equal_parquet_exact_with_categories_and_nulls():
+@BOTH
+def test_duckdb_sources_equal_parquet_exact_with_categories_and_nulls(transfer):
     path = dataset_path("adult_train")
     ref = fit(path, max_bins=None)
     con = duckdb.connect()
     con.execute(f"CREATE TABLE adult AS SELECT * FROM read_parquet('{path}')")
-    sources = [DuckDBSource(parquet=path), DuckDBSource(table="adult", connection=con),
-               DuckDBSource(query="SELECT * FROM adult", connection=con),
-               DuckDBSource(con.sql("SELECT * FROM adult"))]
+    sources = [DuckDBSource(parquet=path, transfer=transfer), DuckDBSource(table="adult", connection=con,
+                                                                          transfer=transfer),
+               DuckDBSource(query="SELECT * FROM adult", connection=con, transfer=transfer),
+               DuckDBSource(con.sql("SELECT * FROM adult"), transfer=transfer)]
     for source in sources:
         same(ref, fit(source, max_bins=None))
     multiway = fit(path, max_bins=None, categorical_split="multiway", max_depth=4)
@@ -77,34 +86,36 @@ def test_pushed_down_profile_memory_does_not_grow_with_distinct_values(tmp_path)
     con.execute("SET memory_limit = '60MB'")
     con.execute("SET threads = 1")
     clf = DecisionTreeClassifier(max_depth=2, max_bins=64, algorithm="read").fit(
-        DuckDBSource(parquet=str(tmp_path / "wide.parquet"), connection=con), target="class")
+        DuckDBSource(parquet=str(tmp_path / "wide.parquet"), connection=con, transfer="aggregates"), target="class")
     ref = DecisionTreeClassifier(max_depth=2, max_bins=64, algorithm="read").fit(str(tmp_path / "wide.parquet"),
                                                                                 target="class")
     same(ref, clf)
     assert clf.tree_.node_count == 7  # binned splits were found
 
 
-def test_duckdb_database_file_and_hive_partitions(tmp_path):
+@BOTH
+def test_duckdb_database_file_and_hive_partitions(tmp_path, transfer):
     t = pq.read_table(dataset_path("magic"))
     for i, part in enumerate(("a", "b")):
         (tmp_path / "data" / f"batch={part}").mkdir(parents=True)
         pq.write_table(t.slice(i * 10_000, 10_000), tmp_path / "data" / f"batch={part}" / "x.parquet")
     ref = fit(str(tmp_path / "data"), max_bins=None)
     assert "batch" in ref.feature_names_in_
-    same(ref, fit(DuckDBSource(parquet=str(tmp_path / "data")), max_bins=None))
+    same(ref, fit(DuckDBSource(parquet=str(tmp_path / "data"), transfer=transfer), max_bins=None))
     db = tmp_path / "magic.duckdb"
     with duckdb.connect(str(db)) as con:
         con.execute(f"CREATE TABLE magic AS SELECT * FROM read_parquet('{tmp_path}/data/**/*.parquet', "
                     "hive_partitioning = true)")
-    same(ref, fit(DuckDBSource(table="magic", database=str(db)), max_bins=None))
+    same(ref, fit(DuckDBSource(table="magic", database=str(db), transfer=transfer), max_bins=None))
 
 
-def test_duckdb_weights_and_class_weight():
+@BOTH
+def test_duckdb_weights_and_class_weight(transfer):
     path = dataset_path("magic")
     con = duckdb.connect()
     con.execute(f"CREATE TABLE m AS SELECT *, (row_number() OVER () % 3) + 1 AS w FROM read_parquet('{path}')")
     table = con.sql("SELECT * FROM m").to_arrow_table()
-    src = DuckDBSource(table="m", connection=con)
+    src = DuckDBSource(table="m", connection=con, transfer=transfer)
     a = DecisionTreeClassifier(max_depth=5, max_bins=None, algorithm="read").fit(
         table, target="class", sample_weight="w")
     b = DecisionTreeClassifier(max_depth=5, max_bins=None, algorithm="read").fit(
@@ -113,14 +124,15 @@ def test_duckdb_weights_and_class_weight():
     a = DecisionTreeClassifier(max_depth=5, class_weight={0: 1.0, 1: 3.0}, algorithm="read").fit(
         table, target="class")
     b = DecisionTreeClassifier(max_depth=5, class_weight={0: 1.0, 1: 3.0}, algorithm="read").fit(
-        DuckDBSource(table="m", connection=con), target="class")
+        DuckDBSource(table="m", connection=con, transfer=transfer), target="class")
     same(a, b)
 
 
-def test_hybrid_on_a_sql_source_keeps_no_rows_and_only_aggregates_come_back(agrawal_dir):
-    """RF-Hybrid keeps no rows of a SQL source (they stay in the database); every pass's result is
-    AVC-sized: at most (counted nodes x value slots x classes) rows, far fewer than the data's."""
-    source = DuckDBSource(parquet=str(agrawal_dir))
+def test_pushdown_keeps_no_rows_and_only_aggregates_come_back(agrawal_dir):
+    """With transfer="aggregates", RF-Hybrid keeps no rows of a SQL source (they stay in the database);
+    every pass's result is AVC-sized: at most (counted nodes x value slots x classes) rows, far fewer
+    than the data's."""
+    source = DuckDBSource(parquet=str(agrawal_dir), transfer="aggregates")
     returned = []
     run = source.query_table
     source.query_table = lambda sql, ordered=False: returned.append(run(sql, ordered)) or returned[-1]
@@ -178,7 +190,8 @@ def hostile_table():
     return t.set_column(t.schema.get_field_index("occupation"), "occupation", pa.array(occupation))
 
 
-def test_hostile_names_and_values_in_duckdb():
+@BOTH
+def test_hostile_names_and_values_in_duckdb(transfer):
     t = hostile_table()
     ref = fit(t, max_bins=None)
     assert "'); DROP TABLE t; --" in ref.tree_.categories[ref.feature_names_in_.tolist().index("occupation")]
@@ -186,7 +199,7 @@ def test_hostile_names_and_values_in_duckdb():
     con.register("source rows", t)
     con.execute('CREATE TABLE "weird ""table"" name" AS SELECT * FROM "source rows"')
     con.execute("CREATE TABLE t AS SELECT 1 AS canary")
-    src = DuckDBSource(table='weird "table" name', connection=con)
+    src = DuckDBSource(table='weird "table" name', connection=con, transfer=transfer)
     same(ref, fit(src, max_bins=None))
     np.testing.assert_array_equal(fit(src, max_bins=None).predict(src), ref.predict(t))
     assert con.execute("SELECT canary FROM t").fetchone()[0] == 1
@@ -225,13 +238,16 @@ def pg(postgres_url, agrawal_dir):
     return postgres_url
 
 
-def test_postgres_equals_parquet_exact_and_binned(pg, agrawal_dir):
+@BOTH
+def test_postgres_equals_parquet_exact_and_binned(pg, agrawal_dir, transfer):
     path = dataset_path("adult_train")
     for max_bins in (None, 32):
-        same(fit(path, max_bins=max_bins), fit(PostgresSource(pg, table="adult"), max_bins=max_bins))
-    # binned past the sample: the row hash computed by PostgreSQL picks the Parquet source's rows
-    same(fit(str(agrawal_dir), max_bins=255, max_depth=5), fit(PostgresSource(pg, table="agrawal"), max_bins=255,
-                                                                 max_depth=5))
+        same(fit(path, max_bins=max_bins), fit(PostgresSource(pg, table="adult", transfer=transfer),
+                                               max_bins=max_bins))
+    # binned past the sample: the row hash computed by PostgreSQL (or the position of a streamed row)
+    # picks the Parquet source's rows
+    same(fit(str(agrawal_dir), max_bins=255, max_depth=5),
+         fit(PostgresSource(pg, table="agrawal", transfer=transfer), max_bins=255, max_depth=5))
 
 
 def test_postgres_scoring_with_to_sql_matches_predict_row_for_row(pg):
@@ -252,10 +268,11 @@ def test_postgres_scoring_with_to_sql_matches_predict_row_for_row(pg):
         conn.execute("DROP TABLE adult_scores")
 
 
-def test_postgres_hostile_names_and_values(pg):
+@BOTH
+def test_postgres_hostile_names_and_values(pg, transfer):
     t = hostile_table()
     ref = fit(t, max_bins=None)
-    src = PostgresSource(pg, table='weird "table" name')
+    src = PostgresSource(pg, table='weird "table" name', transfer=transfer)
     got = fit(src, max_bins=None)
     same(ref, got)
     np.testing.assert_array_equal(got.predict(src), ref.predict(t))
@@ -270,30 +287,35 @@ def test_postgres_bad_input(pg):
         DecisionTreeClassifier().fit(PostgresSource(pg, table="adult"), target="not_a_column")
 
 
-# -- naive Bayes: one GROUP BY query ----------------------------------------------------------
+# -- naive Bayes: one GROUP BY query, or one stream ---------------------------------------------
 
 def _bayes_on(source, path):
     from rainforest import NaiveBayesClassifier
     queries = []
-    run = source.query_table
-    source.query_table = lambda sql, ordered=False: queries.append(sql) or run(sql, ordered)
+    for name in ("query_table", "_stream"):
+        run = getattr(source, name)
+        setattr(source, name, lambda sql, *a, run=run, **k: queries.append(sql) or run(sql, *a, **k))
     nb = NaiveBayesClassifier().fit(source, target="class")
     ref = NaiveBayesClassifier().fit(path, target="class")
     assert nb.n_passes_ == ref.n_passes_ == 1
-    assert len(queries) == 1 and "GROUPING SETS" in queries[0]  # pushed down, not streamed
+    pushed = [q for q in queries if "GROUPING SETS" in q]  # pushed down, not streamed
+    assert len(pushed) == (source.transfer == "aggregates")
+    assert len(queries) == 1
     np.testing.assert_allclose(nb.predict_proba(path), ref.predict_proba(path), rtol=0, atol=1e-9)
 
 
+@BOTH
 @pytest.mark.parametrize("name", ["adult_train", "magic"])
-def test_naive_bayes_in_one_duckdb_query(name):
+def test_naive_bayes_in_one_duckdb_query(name, transfer):
     path = dataset_path(name)
     con = duckdb.connect()
     con.execute(f"CREATE TABLE t AS SELECT * FROM read_parquet('{path}')")
-    _bayes_on(DuckDBSource(table="t", connection=con), path)
+    _bayes_on(DuckDBSource(table="t", connection=con, transfer=transfer), path)
 
 
-def test_naive_bayes_in_one_postgres_query(pg):
-    _bayes_on(PostgresSource(pg, table="adult"), dataset_path("adult_train"))
+@BOTH
+def test_naive_bayes_in_one_postgres_query(pg, transfer):
+    _bayes_on(PostgresSource(pg, table="adult", transfer=transfer), dataset_path("adult_train"))
 
 
 # -- literals whatever standard_conforming_strings says ----------------------------------------
@@ -311,7 +333,8 @@ def _without_standard_strings(url: str) -> str:
     return url + ("&" if "?" in url else "?") + "options=-c%20standard_conforming_strings%3Doff"
 
 
-def test_postgres_literals_do_not_depend_on_standard_conforming_strings(pg):
+@BOTH
+def test_postgres_literals_do_not_depend_on_standard_conforming_strings(pg, transfer):
     import psycopg
     table = _backslash_table()
     load_script("postgres_server").load_table(pg, "backslashes", table, replace=True)
@@ -320,7 +343,7 @@ def test_postgres_literals_do_not_depend_on_standard_conforming_strings(pg):
         assert conn.execute("SHOW standard_conforming_strings").fetchone()[0] == "off"
     ref = fit(table, max_bins=None)
     # our own sessions set standard strings: the pushed-down passes give the Parquet/in-memory tree
-    src = PostgresSource(off, table="backslashes")
+    src = PostgresSource(off, table="backslashes", transfer=transfer)
     same(ref, fit(src, max_bins=None))
     np.testing.assert_array_equal(ref.predict(src), ref.predict(table))
     # to_sql text is right in a session of the user's with standard strings off, and on

@@ -1,0 +1,224 @@
+"""Rows of a PostgreSQL table or query: metadata and aggregates through psycopg 3, rows through ADBC.
+
+See :mod:`rainforest.storage.sql` for row identity and how rows cross (``transfer=``).
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pyarrow as pa
+
+from .base import SourceError
+from .parquet import first_line
+from .sql import SqlSource, qualified, quote_ident
+
+log = logging.getLogger("rainforest")
+
+_PG_TYPES = {"int2": pa.int16(), "int4": pa.int32(), "int8": pa.int64(), "float4": pa.float32(),
+             "float8": pa.float64(), "numeric": pa.float64(), "text": pa.string(), "varchar": pa.string(),
+             "bpchar": pa.string(), "name": pa.string(), "bool": pa.bool_(), "date": pa.date32(),
+             "timestamp": pa.timestamp("us"), "timestamptz": pa.timestamp("us", tz="UTC")}
+
+
+def _safe_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+@dataclass
+class PostgresSource(SqlSource):
+    """Rows of a PostgreSQL table or query: queries through psycopg 3, rows streamed through ADBC.
+
+    Rows (``transfer="rows"``, a boosting round's weights, ``column_values``) come out through
+    the ADBC PostgreSQL driver (``adbc-driver-postgresql``: binary ``COPY`` straight into Arrow
+    batches), in a second connection of the same URL; without it installed they are fetched
+    through psycopg, several times slower, and a log line says so.
+
+    Parameters
+    ----------
+    url : str
+        A libpq connection URL, ``postgresql://user@host:port/database``.
+    table : str or tuple of str, optional
+        A table or view name (``"t"`` or ``("schema", "t")``), quoted as given.
+    query : str, optional
+        SQL text whose result is the data. Give exactly one of ``table`` and ``query``.
+    row_id : str, optional
+        An integer column that identifies rows (a primary key); without it, a row's identity
+        is its position in a serial scan, stable while the table is not modified.
+    connect_timeout : int, default=10
+        Seconds to wait for the server.
+    transfer : {"auto", "rows", "aggregates"}, default="auto"
+        How a pass's data cross: ``"rows"`` streams the rows out (2 queries a tree);
+        ``"aggregates"`` pushes each pass down as one aggregate query and only AVC-groups cross
+        (for rows that must not leave the server). ``"auto"``: rows unless they would not fit the
+        local disk. See :mod:`rainforest.storage.sql`.
+    """
+
+    url: str = ""
+    table: object = None
+    query: str | None = None
+    row_id: str | None = None
+    connect_timeout: int = 10
+    transfer: str = "auto"
+    _mode: str | None = field(default=None, init=False, repr=False)
+    _conn: object = field(default=None, init=False, repr=False)
+    _rows_conn: object = field(default=None, init=False, repr=False)
+    _schema: pa.Schema = field(default=None, init=False, repr=False)
+    _numeric: set = field(default_factory=set, init=False, repr=False)
+    dialect = "postgres"
+
+    def __post_init__(self):
+        try:
+            import psycopg
+        except ImportError:
+            raise SourceError("PostgresSource needs psycopg 3: pip install 'rainforest[postgres]'") from None
+        if (self.table is None) == (self.query is None):
+            raise SourceError("give PostgresSource exactly one of table= and query=")
+        self._set_transfer(self.transfer)
+        try:
+            self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=self.connect_timeout)
+        except psycopg.Error as exc:
+            raise SourceError(f"cannot connect to PostgreSQL at {_safe_url(self.url)}: {first_line(exc)}") from None
+        # a serial, unsynchronized scan keeps the row order stable from pass to pass; standard strings
+        # (a backslash is a plain character) whatever the server's or the role's default
+        self._conn.execute("SET synchronize_seqscans = off")
+        self._conn.execute("SET standard_conforming_strings = on")
+        self._schema = self._read_schema()
+        if self.row_id is not None:
+            self.check_columns([self.row_id])
+
+    @property
+    def description(self) -> str:
+        if self.table is not None:
+            return f"the PostgreSQL table {qualified(self.table)} at {_safe_url(self.url)}"
+        q = " ".join(self.query.split())
+        return f"the PostgreSQL query {q[:60] + ('...' if len(q) > 60 else '')!r}"
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    def _read_schema(self) -> pa.Schema:
+        fields = []
+        with self._cursor() as cur:
+            self._execute(cur, f"SELECT * FROM {self._from_sql()} LIMIT 0")
+            for col in cur.description:
+                info = self._conn.adapters.types.get(col.type_code)
+                typ = _PG_TYPES.get(info.name if info else "", pa.binary())  # binary: not splittable, named if used
+                if info is not None and info.name == "numeric":
+                    self._numeric.add(col.name)
+                fields.append(pa.field(col.name, typ))
+        return pa.schema(fields)
+
+    def _cursor(self, name: str | None = None):
+        return self._conn.cursor(name=name) if name else self._conn.cursor()
+
+    def _execute(self, cur, sql: str) -> None:
+        import psycopg
+        try:
+            cur.execute(sql)
+        except psycopg.Error as exc:
+            raise SourceError(f"PostgreSQL cannot read {self.description}: {first_line(exc)}") from None
+
+    def _from_sql(self) -> str:
+        return qualified(self.table) if self.table is not None else f"({self.query}) AS src"
+
+    def _row_id_sql(self) -> str:
+        if self.row_id is not None:
+            return f"CAST({quote_ident(self.row_id)} AS BIGINT)"
+        return "(row_number() OVER () - 1)"
+
+    def _select_column(self, name: str) -> str:
+        c = quote_ident(name)
+        return f"CAST({c} AS double precision)" if name in self._numeric else c
+
+    def _write_table(self, sql: str, target: str) -> None:
+        import psycopg
+        try:
+            self._conn.execute(f"CREATE TABLE {target} AS {sql}")
+        except psycopg.Error as exc:
+            raise SourceError(f"cannot write the table {target} from {self.description}: {first_line(exc)}") from None
+
+    def count_rows(self) -> int:
+        with self._cursor() as cur:
+            self._execute(cur, f"SELECT count(*) FROM {self._from_sql()}")
+            return int(cur.fetchone()[0])
+
+    def query_table(self, sql: str, ordered: bool = False) -> pa.Table:
+        with self._conn.transaction(), self._cursor() as cur:
+            if ordered:  # the scan order is the row identity: no parallel workers
+                cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            self._execute(cur, sql)
+            names = [c.name for c in cur.description]
+            rows = cur.fetchall()
+        columns = list(zip(*rows)) if rows else [[] for _ in names]
+        return pa.table({n: _arrow_values(v) for n, v in zip(names, columns)})
+
+    def _stream(self, sql: str, batch_size: int) -> Iterator[pa.RecordBatch]:
+        rows = self._rows_connection()
+        if rows is None:
+            yield from self._fetched(sql, batch_size)
+            return
+        import adbc_driver_manager
+        cur = rows.cursor()
+        try:
+            try:
+                cur.execute(sql)
+                reader = cur.fetch_record_batch()
+                for batch in reader:
+                    yield batch
+            except adbc_driver_manager.Error as exc:
+                raise SourceError(f"PostgreSQL cannot read {self.description}: {first_line(exc)}") from None
+        finally:
+            cur.close()
+
+    def _rows_connection(self):
+        """The ADBC connection that streams rows (opened at first use), or None without the driver."""
+        if self._rows_conn is None:
+            try:
+                import adbc_driver_postgresql.dbapi as adbc
+            except ImportError:
+                log.info("adbc-driver-postgresql is not installed: rows of %s are fetched through psycopg "
+                         "(pip install 'rainforest[postgres]')", self.description)
+                self._rows_conn = False
+                return None
+            try:
+                conn = adbc.connect(self.url, autocommit=True)
+            except Exception as exc:  # the driver's own error classes
+                raise SourceError(f"cannot connect to PostgreSQL at {_safe_url(self.url)}: {first_line(exc)}") \
+                    from None
+            with conn.cursor() as cur:  # serial scans: the row order is the row identity
+                for setting in ("synchronize_seqscans = off", "standard_conforming_strings = on",
+                                "max_parallel_workers_per_gather = 0"):
+                    cur.execute(f"SET {setting}")
+            self._rows_conn = conn
+        return self._rows_conn or None
+
+    def _fetched(self, sql: str, batch_size: int) -> Iterator[pa.RecordBatch]:
+        """Rows fetched through psycopg, ``batch_size`` at a time (without the ADBC driver)."""
+        with self._conn.transaction():
+            with self._cursor() as setup:
+                setup.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            with self._cursor(name="rainforest_scan") as cur:
+                self._execute(cur, sql)
+                names = [c.name for c in cur.description]
+                while True:
+                    rows = cur.fetchmany(batch_size)
+                    if not rows:
+                        break
+                    cols = list(zip(*rows))
+                    yield pa.RecordBatch.from_arrays([_arrow_values(v) for v in cols], names=names)
+
+    def close(self) -> None:
+        if self._rows_conn:
+            self._rows_conn.close()
+        self._rows_conn = None
+        if self._conn is not None:
+            self._conn.close()
+
+
+def _arrow_values(values) -> pa.Array:
+    return pa.array(list(values), from_pandas=False)

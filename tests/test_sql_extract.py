@@ -1,0 +1,207 @@
+"""Extract mode (``transfer="rows"``): a SQL source's rows streamed out once into the row store.
+
+A tree costs 2 queries over the table (profile, extract) at any depth, and is the Parquet
+source's tree, node for node, in memory and through the spill folder; forests, AdaBoost and
+BOAT run on it as on a local source. No temporary object is made in the database and the
+table is never modified.
+"""
+import logging
+import os
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from conftest import load_script
+
+import duckdb
+from rainforest import AdaBoostClassifier, DecisionTreeClassifier, RandomForestClassifier
+from rainforest.boat import BoatClassifier
+from rainforest.datasets import agrawal_table
+from rainforest.storage import DuckDBSource, ParquetSource, PostgresSource, SourceError
+
+
+@pytest.fixture(scope="module")
+def agrawal(tmp_path_factory):
+    """120,000 Agrawal F7 rows in three Parquet files, and the same rows as a DuckDB table."""
+    d = tmp_path_factory.mktemp("extract")
+    t = agrawal_table(120_000, function=7, seed=5)
+    for i in range(3):
+        pq.write_table(t.slice(i * 40_000, 40_000), d / f"part-{i}.parquet", row_group_size=20_000)
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE agrawal AS SELECT * FROM read_parquet('{d}/*.parquet')")
+    return d, t, con
+
+
+def queries_of(source):
+    """Every statement ``source`` sends that reads the table (aggregates or streamed rows)."""
+    sent = []
+    for name in ("query_table", "_stream"):
+        run = getattr(source, name)
+        setattr(source, name, lambda sql, *a, run=run, **k: sent.append(sql) or run(sql, *a, **k))
+    return sent
+
+
+def tree(data, **kw):
+    return DecisionTreeClassifier(max_depth=10, max_bins=64, **kw).fit(data, target="class")
+
+
+def duckdb_tables(con):
+    return con.execute("SELECT count(*) FROM duckdb_tables()").fetchall()[0][0]
+
+
+def test_a_deep_tree_takes_two_duckdb_queries_and_is_the_parquet_tree(agrawal):
+    d, _, con = agrawal
+    ref = tree(ParquetSource(str(d)))
+    before = duckdb_tables(con)
+    for source in (DuckDBSource(table="agrawal", connection=con), DuckDBSource(parquet=str(d))):
+        sent = queries_of(source)
+        clf = tree(source)
+        assert source.transfer_mode() == "rows"  # auto, for DuckDB
+        assert clf.tree_.to_json() == ref.tree_.to_json() and clf.get_depth() == 10
+        assert clf.n_passes_ == ref.n_passes_ == 2 and len(sent) == 2  # profile, extract
+        assert all("GROUP BY" not in q for q in sent)
+    assert duckdb_tables(con) == before  # no temporary table left
+
+
+def test_rows_past_the_budget_spill_and_later_levels_read_the_folder(agrawal, tmp_path):
+    d, _, con = agrawal
+    params = dict(memory_budget="2MB", spill_dir=str(tmp_path))
+    ref = tree(ParquetSource(str(d)), **params)
+    source = DuckDBSource(table="agrawal", connection=con)
+    clf = tree(source, **params)
+    assert clf.grow_stats_.spill_bytes > 0 and clf.grow_stats_.spill_reads > 0
+    assert clf.tree_.to_json() == ref.tree_.to_json() and clf.n_passes_ == source.n_passes == 2
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.filterwarnings("ignore:some rows are in the bootstrap of every tree")
+def test_forest_adaboost_and_boat_on_extracted_rows_equal_parquet(agrawal):
+    d, t, con = agrawal
+    source = lambda: DuckDBSource(table="agrawal", connection=con)  # noqa: E731
+    forest = dict(n_estimators=12, max_depth=6, random_state=1, oob_score=True)
+    ref, got = RandomForestClassifier(**forest).fit(str(d), target="class"), \
+        RandomForestClassifier(**forest).fit(source(), target="class")
+    assert got.to_json() == ref.to_json() and got.oob_score_ == ref.oob_score_ and got.n_passes_ == ref.n_passes_
+    boost = lambda: AdaBoostClassifier(DecisionTreeClassifier(max_depth=3), n_estimators=3)  # noqa: E731
+    ref, got = boost().fit(str(d), target="class"), boost().fit(source(), target="class")
+    np.testing.assert_array_equal(got.estimator_weights_, ref.estimator_weights_)
+    np.testing.assert_array_equal(got.predict_proba(t), ref.predict_proba(t))
+    with BoatClassifier(max_depth=5) as a, BoatClassifier(max_depth=5) as b:
+        a.fit(str(d), target="class")
+        b.fit(source(), target="class")  # refused while the rows stayed in the database
+        assert a.tree_.to_json() == b.tree_.to_json()
+
+
+def test_row_id_orders_the_stream(agrawal):
+    """With ``row_id``, the rows stream ordered by it: a table stored in another order gives the
+    forest (whose bootstraps follow row identities) of the rows in row_id order."""
+    d, t, con = agrawal
+    con.execute("CREATE TABLE shuffled AS SELECT * FROM (SELECT row_number() OVER () AS id, * FROM agrawal) "
+                "ORDER BY hash(id)")
+    forest = lambda: RandomForestClassifier(n_estimators=3, max_depth=4, random_state=0)  # noqa: E731
+    ref = forest().fit(t, target="class")
+    features = t.column_names[:-1]
+    got = forest().fit(DuckDBSource(table="shuffled", connection=con, row_id="id"), target="class", features=features)
+    assert got.to_json() == ref.to_json()
+    stored_order = forest().fit(DuckDBSource(table="shuffled", connection=con), target="class", features=features)
+    assert stored_order.to_json() != ref.to_json()  # the order matters, so the test above can fail
+    con.execute("DROP TABLE shuffled")
+
+
+def test_transfer_is_checked_and_the_choice_logged(agrawal, caplog, monkeypatch):
+    _, _, con = agrawal
+    with pytest.raises(SourceError, match="transfer must be one of 'auto', 'rows', 'aggregates', not 'rowz'"):
+        DuckDBSource(table="agrawal", connection=con, transfer="rowz")
+    source = DuckDBSource(table="agrawal", connection=con)
+    with caplog.at_level(logging.INFO, logger="rainforest"):
+        assert source.distributed is False
+    assert "transfer=rows (DuckDB runs in this process" in caplog.text
+    pushed = DuckDBSource(table="agrawal", connection=con, transfer="aggregates")
+    assert pushed.distributed is True and pushed.transfer_mode() == "aggregates"
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pg(postgres_url, agrawal):
+    _, t, _ = agrawal
+    load_script("postgres_server").load_table(postgres_url, "extract_agrawal", t, replace=True)
+    return postgres_url
+
+
+def pg_state(url):
+    """Temporary relations anywhere, and the table's row count and checksum."""
+    import psycopg
+    with psycopg.connect(url) as conn:
+        temp = conn.execute("SELECT count(*) FROM pg_class WHERE relpersistence = 't'").fetchone()[0]
+        table = conn.execute("SELECT count(*), sum(hashtext(t::text)) FROM extract_agrawal AS t").fetchone()
+    return temp, table
+
+
+def test_postgres_extract_takes_two_queries_and_leaves_nothing(pg, agrawal, tmp_path):
+    d = agrawal[0]
+    before = pg_state(pg)
+    ref = tree(ParquetSource(str(d)))
+    source = PostgresSource(pg, table="extract_agrawal", transfer="rows")
+    sent = queries_of(source)
+    clf = tree(source)
+    assert clf.tree_.to_json() == ref.tree_.to_json()
+    assert clf.n_passes_ == 2 and len(sent) == 2
+    spilled = tree(PostgresSource(pg, table="extract_agrawal"), memory_budget="2MB", spill_dir=str(tmp_path))
+    assert spilled.tree_.to_json() == tree(ParquetSource(str(d)), memory_budget="2MB").tree_.to_json()
+    assert spilled.n_passes_ == 2 and spilled.grow_stats_.spill_bytes > 0
+    # a failed fit and an interrupt in the middle of the extract leave nothing either
+    for error in (RuntimeError("lost"), KeyboardInterrupt()):
+        failing = PostgresSource(pg, table="extract_agrawal", transfer="rows")
+        stream = failing._stream
+
+        def broken(sql, batch_size, stream=stream, error=error):
+            for batch in stream(sql, batch_size):
+                if failing.n_passes == 2:  # midway through the extract (pass 2)
+                    raise error
+                yield batch
+        failing._stream = broken
+        with pytest.raises(type(error)):
+            tree(failing, memory_budget="2MB", spill_dir=str(tmp_path))
+        failing.close()
+    assert pg_state(pg) == before and os.listdir(tmp_path) == []
+
+
+def test_postgres_auto_pushes_down_when_the_disk_is_too_small(pg, caplog, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**6, 10**6 - 1000, 1000))
+    source = PostgresSource(pg, table="extract_agrawal")
+    with caplog.at_level(logging.INFO, logger="rainforest"):
+        assert source.transfer_mode() == "aggregates"
+    assert f"the rows could take {120_000 * 8 * 10:,} bytes" in caplog.text
+    monkeypatch.undo()
+    assert PostgresSource(pg, table="extract_agrawal").transfer_mode() == "rows"
+
+
+def test_a_read_only_role_extracts_and_pushes_down(pg, agrawal):
+    import psycopg
+    with psycopg.connect(pg, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS reader")
+        conn.execute("CREATE ROLE reader LOGIN")
+        conn.execute("GRANT SELECT ON extract_agrawal TO reader")
+        conn.execute("ALTER ROLE reader SET default_transaction_read_only = on")
+    url = pg.replace("//rainforest@", "//reader@")
+    ref = DecisionTreeClassifier(max_depth=3, max_bins=64).fit(str(agrawal[0]), target="class")
+    for transfer in ("rows", "aggregates"):
+        got = DecisionTreeClassifier(max_depth=3, max_bins=64).fit(
+            PostgresSource(url, table="extract_agrawal", transfer=transfer), target="class")
+        assert got.tree_.to_json() == ref.tree_.to_json()
+
+
+def test_without_the_adbc_driver_rows_are_fetched_through_psycopg(pg, agrawal, monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "adbc_driver_postgresql.dbapi", None)  # import fails
+    source = PostgresSource(pg, table="extract_agrawal", transfer="rows")
+    with caplog.at_level(logging.INFO, logger="rainforest"):
+        got = DecisionTreeClassifier(max_depth=5, max_bins=64).fit(source, target="class")
+    assert "adbc-driver-postgresql is not installed" in caplog.text
+    ref = DecisionTreeClassifier(max_depth=5, max_bins=64).fit(str(agrawal[0]), target="class")
+    assert got.tree_.to_json() == ref.tree_.to_json() and got.n_passes_ == 2
