@@ -348,6 +348,11 @@ def _add_sql_options(p) -> None:
                    help="with a DuckDB file or a PostgreSQL URL as DATA: the table or view to read")
     p.add_argument("--query", metavar="SQL", default=None,
                    help="with a DuckDB file or a PostgreSQL URL as DATA: a query whose rows to read")
+    p.add_argument("--transfer", choices=["auto", "rows", "aggregates"], default="auto",
+                   help="with a DuckDB file or a PostgreSQL URL as DATA: 'rows' streams the rows out once into "
+                        "the row store (2 queries a tree); 'aggregates' runs every pass in the database and only "
+                        "counts come back (the rows never leave it; one query a level); 'auto' (default): rows "
+                        "for DuckDB, and for PostgreSQL unless they would not fit the local disk")
 
 
 # -- entry point --------------------------------------------------------------------------

@@ -79,13 +79,16 @@ def opened_data(args):
 
 def open_data(args):
     """DATA as what fit / predict accept: a PostgreSQL URL or a DuckDB database file (with --table
-    or --query) becomes a SQL source, whose passes run in the database; anything else is Parquet."""
+    or --query) becomes a SQL source, whose rows stream out or whose passes run in the database as
+    --transfer says; anything else is Parquet."""
     data, table, query = args.data, args.table, args.query
+    transfer = getattr(args, "transfer", "auto")
     is_pg = data.startswith(("postgresql://", "postgres://"))
     is_duckdb = data.lower().endswith((".duckdb", ".ddb"))
     if not (is_pg or is_duckdb):
-        if table is not None or query is not None:
-            raise ValueError("--table and --query need DATA to be a DuckDB file (.duckdb) or a postgresql:// URL")
+        if table is not None or query is not None or transfer != "auto":
+            raise ValueError("--table, --query and --transfer need DATA to be a DuckDB file (.duckdb) or a "
+                             "postgresql:// URL")
         return data
     if (table is None) == (query is None):
         raise ValueError(f"give exactly one of --table and --query with {'the URL' if is_pg else 'the DuckDB file'} "
@@ -93,5 +96,5 @@ def open_data(args):
     from rainforest.storage import DuckDBSource, PostgresSource
 
     if is_pg:
-        return PostgresSource(data, table=table, query=query)
-    return DuckDBSource(table=table, query=query, database=data)
+        return PostgresSource(data, table=table, query=query, transfer=transfer)
+    return DuckDBSource(table=table, query=query, database=data, transfer=transfer)

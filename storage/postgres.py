@@ -24,8 +24,25 @@ _PG_TYPES = {"int2": pa.int16(), "int4": pa.int32(), "int8": pa.int64(), "float4
 
 
 def _safe_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    """The URL (or ``key=value`` DSN) without its password, for messages."""
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url))
+
+
+def conninfo(connection) -> str:
+    """A libpq connection string for what users hold: a URL or ``key=value`` DSN; a SQLAlchemy URL
+    (``postgresql+psycopg://...``, its driver dropped), ``sqlalchemy.engine.URL`` or ``Engine``; or an
+    open psycopg connection (its parameters, password included)."""
+    if isinstance(connection, str):
+        return re.sub(r"^(postgres(?:ql)?)\+\w+://", r"\1://", connection)
+    url = getattr(connection, "url", connection)  # an Engine's URL
+    if hasattr(url, "render_as_string"):
+        return conninfo(url.render_as_string(hide_password=False))
+    info = getattr(connection, "info", None)
+    if info is not None and hasattr(info, "dsn"):  # psycopg 3
+        from psycopg.conninfo import make_conninfo
+        return make_conninfo(info.dsn, password=info.password) if info.password else info.dsn
+    raise SourceError("PostgresSource needs a URL or DSN string, a SQLAlchemy URL or Engine, or a psycopg "
+                      f"connection, not {type(connection).__name__}")
 
 
 @dataclass
@@ -39,8 +56,11 @@ class PostgresSource(SqlSource):
 
     Parameters
     ----------
-    url : str
-        A libpq connection URL, ``postgresql://user@host:port/database``.
+    url : str, sqlalchemy URL or Engine, or psycopg.Connection
+        Where the server is: a libpq URL ``postgresql://user@host:port/database`` or ``key=value``
+        DSN, a SQLAlchemy URL (``postgresql+psycopg://...``, string or object) or Engine, or an
+        open psycopg connection. The source opens its own connections with those parameters
+        (its session settings never touch yours) and closes them in :meth:`close`.
     table : str or tuple of str, optional
         A table or view name (``"t"`` or ``("schema", "t")``), quoted as given.
     query : str, optional
@@ -57,13 +77,14 @@ class PostgresSource(SqlSource):
         local disk. See :mod:`rainforest.storage.sql`.
     """
 
-    url: str = ""
+    url: object = ""
     table: object = None
     query: str | None = None
     row_id: str | None = None
     connect_timeout: int = 10
     transfer: str = "auto"
     _mode: str | None = field(default=None, init=False, repr=False)
+    _dsn: str = field(default="", init=False, repr=False)
     _conn: object = field(default=None, init=False, repr=False)
     _rows_conn: object = field(default=None, init=False, repr=False)
     _schema: pa.Schema = field(default=None, init=False, repr=False)
@@ -78,10 +99,11 @@ class PostgresSource(SqlSource):
         if (self.table is None) == (self.query is None):
             raise SourceError("give PostgresSource exactly one of table= and query=")
         self._set_transfer(self.transfer)
+        self._dsn = conninfo(self.url)
         try:
-            self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=self.connect_timeout)
+            self._conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=self.connect_timeout)
         except psycopg.Error as exc:
-            raise SourceError(f"cannot connect to PostgreSQL at {_safe_url(self.url)}: {first_line(exc)}") from None
+            raise SourceError(f"cannot connect to PostgreSQL at {_safe_url(self._dsn)}: {first_line(exc)}") from None
         # a serial, unsynchronized scan keeps the row order stable from pass to pass; standard strings
         # (a backslash is a plain character) whatever the server's or the role's default
         self._conn.execute("SET synchronize_seqscans = off")
@@ -93,7 +115,7 @@ class PostgresSource(SqlSource):
     @property
     def description(self) -> str:
         if self.table is not None:
-            return f"the PostgreSQL table {qualified(self.table)} at {_safe_url(self.url)}"
+            return f"the PostgreSQL table {qualified(self.table)} at {_safe_url(self._dsn)}"
         q = " ".join(self.query.split())
         return f"the PostgreSQL query {q[:60] + ('...' if len(q) > 60 else '')!r}"
 
@@ -165,13 +187,18 @@ class PostgresSource(SqlSource):
         import adbc_driver_manager
         cur = rows.cursor()
         try:
-            try:
-                cur.execute(sql)
-                reader = cur.fetch_record_batch()
-                for batch in reader:
-                    yield batch
-            except adbc_driver_manager.Error as exc:
-                raise SourceError(f"PostgreSQL cannot read {self.description}: {first_line(exc)}") from None
+            reader = None
+            while True:
+                try:  # the driver's errors, and the reader's (an OSError), name the source; not the caller's
+                    if reader is None:
+                        cur.execute(sql)
+                        reader = cur.fetch_record_batch()
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    return
+                except (adbc_driver_manager.Error, pa.ArrowException, OSError) as exc:
+                    raise SourceError(f"PostgreSQL cannot read {self.description}: {first_line(exc)}") from None
+                yield batch
         finally:
             cur.close()
 
@@ -186,9 +213,11 @@ class PostgresSource(SqlSource):
                 self._rows_conn = False
                 return None
             try:
-                conn = adbc.connect(self.url, autocommit=True)
+                from psycopg.conninfo import make_conninfo
+                conn = adbc.connect(make_conninfo(self._dsn, connect_timeout=str(self.connect_timeout)),
+                                    autocommit=True)
             except Exception as exc:  # the driver's own error classes
-                raise SourceError(f"cannot connect to PostgreSQL at {_safe_url(self.url)}: {first_line(exc)}") \
+                raise SourceError(f"cannot connect to PostgreSQL at {_safe_url(self._dsn)}: {first_line(exc)}") \
                     from None
             with conn.cursor() as cur:  # serial scans: the row order is the row identity
                 for setting in ("synchronize_seqscans = off", "standard_conforming_strings = on",

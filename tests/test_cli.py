@@ -288,9 +288,14 @@ def test_train_predict_evaluate_on_a_duckdb_file(trained, tmp_path):
         con.execute(f"CREATE TABLE train AS SELECT * FROM read_parquet('{data}/train/**/*.parquet')")
         con.execute(f"CREATE TABLE test AS SELECT * FROM read_parquet('{data}/test/**/*.parquet')")
     out = tmp_path / "model.json"
-    r = run_cli("train", db, "--table", "train", "--target", "class", "--model", out, *TRAIN_OPTIONS, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert rainforest.load(out).tree_.to_json() == clf.tree_.to_json()
+    for transfer in ("aggregates", "rows"):  # rows streamed out, or passes run in DuckDB: the same model
+        r = run_cli("train", db, "--table", "train", "--target", "class", "--model", out, "--transfer", transfer,
+                    *TRAIN_OPTIONS, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert rainforest.load(out).tree_.to_json() == clf.tree_.to_json()
+    r = run_cli("train", data / "train", "--transfer", "rows", "--target", "class", "--model", tmp_path / "m3.json",
+                cwd=tmp_path)
+    assert r.returncode == 2 and "--transfer need DATA to be a DuckDB file" in r.stderr, r.stderr
     pred = tmp_path / "pred.parquet"
     r = run_cli("predict", out, db, "--query", "SELECT * FROM test", "--out", pred, cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -205,3 +205,44 @@ def test_without_the_adbc_driver_rows_are_fetched_through_psycopg(pg, agrawal, m
     assert "adbc-driver-postgresql is not installed" in caplog.text
     ref = DecisionTreeClassifier(max_depth=5, max_bins=64).fit(str(agrawal[0]), target="class")
     assert got.tree_.to_json() == ref.tree_.to_json() and got.n_passes_ == 2
+
+
+def test_postgres_connections_in_every_form(pg, agrawal):
+    """A URL, a key=value DSN, a SQLAlchemy URL (string or Engine) and a psycopg connection reach the
+    same server; the user's own connection's session is not changed."""
+    import psycopg
+    sqlalchemy = pytest.importorskip("sqlalchemy", reason="SQLAlchemy is in the test extra")
+    ref = DecisionTreeClassifier(max_depth=4, max_bins=64).fit(str(agrawal[0]), target="class")
+    with psycopg.connect(pg) as mine:
+        dsn = mine.info.dsn
+        engine = sqlalchemy.create_engine(pg.replace("postgresql://", "postgresql+psycopg://"))
+        forms = [pg, dsn, pg.replace("postgresql://", "postgresql+psycopg://"), engine, engine.url, mine]
+        for form in forms:
+            source = PostgresSource(form, table="extract_agrawal")
+            got = DecisionTreeClassifier(max_depth=4, max_bins=64).fit(source, target="class")
+            assert got.tree_.to_json() == ref.tree_.to_json(), form
+            assert got.n_passes_ == 2
+            source.close()
+        assert mine.execute("SHOW synchronize_seqscans").fetchone()[0] == "on"  # ours set it off, not yours
+        engine.dispose()
+    with pytest.raises(SourceError, match="not int"):
+        PostgresSource(42, table="extract_agrawal")
+
+
+def test_postgres_errors_name_the_culprit(pg):
+    import psycopg
+    with psycopg.connect(pg, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS stranger")
+        conn.execute("CREATE ROLE stranger LOGIN")
+    stranger = pg.replace("//rainforest@", "//stranger@")
+    with pytest.raises(SourceError, match=r'extract_agrawal.*permission denied'):
+        PostgresSource(stranger, table="extract_agrawal")
+    source = PostgresSource(pg, query="SELECT *, 1 / (age - age) AS boom FROM extract_agrawal", transfer="rows")
+    with pytest.raises(SourceError, match="division by zero"):
+        DecisionTreeClassifier(max_depth=2).fit(source, target="class")
+    source.close()
+    from rainforest.storage.postgres import conninfo
+    assert "secret" not in str(pytest.raises(SourceError, PostgresSource,
+                                             "host=127.0.0.1 port=1 user=x password=secret dbname=d",
+                                             table="t", connect_timeout=2).value)
+    assert conninfo("postgresql+psycopg2://u@h/d") == "postgresql://u@h/d"
