@@ -14,6 +14,8 @@ import glob
 import os
 import tempfile
 
+from rainforest.storage.scratch import pid_alive
+
 
 def _umask() -> int:
     """The process's umask, read without changing it where the system tells it (Linux)."""
@@ -27,19 +29,6 @@ def _umask() -> int:
     mask = os.umask(0o022)  # elsewhere: read by setting (briefly, not thread-safe)
     os.umask(mask)
     return mask
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process of that id runs on this machine (True when unsure)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # e.g. another user's process
-        return True
-    return True
 
 
 def _temp_prefix(path: str) -> str:

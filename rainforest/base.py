@@ -77,7 +77,7 @@ class Classifier(ClassifierTags, ParamsMixin):
         cat = self.categorical_features if categorical_features is None else categorical_features
         run = FitRun(data, attribute_kinds(data.source, data.features, cat), data.source.n_passes)
         n_jobs = getattr(self, "n_jobs", -1) if n_jobs is None else n_jobs
-        with numba_threads(n_jobs, rows=in_memory_rows(data.source)):
+        with numba_threads(n_jobs, rows=in_memory_rows(data.source)), data.source.during_fit():
             yield run
         if run.classes is not None:
             self._set_fitted_inputs(run.classes, data.features, data.has_names)

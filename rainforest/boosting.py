@@ -73,6 +73,10 @@ class BoostedSource(Source):
         for batch in self.base._batches(self._read(columns), batch_size):
             yield _with_columns(batch, self.weigh(batch), self.added, columns)
 
+    def copied(self, columns: Sequence[str]) -> bool:
+        """Whether the base serves these rows from its local copy (then a round costs no pass over it)."""
+        return self.base.copied(self._read(columns))
+
     def _read(self, columns: Sequence[str]) -> list:
         return list(dict.fromkeys([c for c in columns if c not in self.added] + self.needed))
 

@@ -23,47 +23,19 @@ left by a process killed outright is removed by the next spill made beside it.
 from __future__ import annotations
 
 import contextlib
-import glob
-import hashlib
 import os
 import shutil
-import socket
 import tempfile
 import warnings
 from typing import Iterator
 
 import numpy as np
 
-from .atomic import pid_alive
+from rainforest.storage.scratch import PREFIX, remove_stale, scratch_folder  # noqa: F401 (PREFIX, remove_stale: re-exported)
 from .meter import log
 from .rows import RowBlock, class_dtype, slot_dtype
 from .schema import Schema
 from .signals import termination_as_interrupt
-
-PREFIX = "rainforest-spill-"
-
-
-def _host() -> str:
-    """A short tag of this machine: a spill folder shared by several (NFS) is judged only by its own."""
-    return hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
-
-
-def remove_stale(parent: str | None) -> list[str]:
-    """Remove the spill folders in ``parent`` (tempfile's default when None) whose owner process,
-    on this machine, is gone; return them. Folders of other machines and users stay."""
-    parent = tempfile.gettempdir() if parent is None else parent
-    removed = []
-    for root in glob.glob(os.path.join(glob.escape(parent), f"{PREFIX}*-*-*")):
-        pid, host = os.path.basename(root)[len(PREFIX):].split("-")[:2]
-        try:
-            mine = os.stat(root).st_uid == os.getuid()
-        except (OSError, AttributeError):  # gone meanwhile; no uids (Windows)
-            continue
-        if pid.isdigit() and host == _host() and mine and not pid_alive(int(pid)):
-            shutil.rmtree(root, ignore_errors=True)
-            removed.append(root)
-    return removed
-
 
 def spilled_bytes(n_rows: int, schema: Schema, weighted: bool) -> int:
     """Bytes that ``n_rows`` encoded rows take in the spill folder: slots, class code, weight when
@@ -104,10 +76,9 @@ class Spill:
     """
 
     def __init__(self, parent: str | None, n_attributes: int):
-        remove_stale(parent)
         self._signals = contextlib.ExitStack()  # closed by remove(): the handlers live as long as the folder
         self._signals.enter_context(termination_as_interrupt(only_default=True))
-        self.root = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-{_host()}-", dir=parent)
+        self.root = scratch_folder(parent)
         log.info("rows spilled to %s", self.root)
         self.n_attributes = n_attributes
         self.generation = -1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Callable, Iterator, Protocol, Sequence
@@ -70,6 +71,21 @@ class Source:
             yield [batch]
 
     # -- shared --------------------------------------------------------
+    def count_pass(self, columns: Sequence[str]) -> None:
+        """Count a pass over ``columns``, unless it is served from a local copy (:meth:`copied`)."""
+        if not self.copied(columns):
+            self.n_passes += 1
+
+    def copied(self, columns: Sequence[str]) -> bool:
+        """Whether a pass over ``columns`` reads a copy this fit made of the rows, not the source."""
+        return False
+
+    @contextmanager
+    def during_fit(self):
+        """The span of one fit (a context manager): a source may keep what it reads until the fit
+        ends (a PostgreSQL source's local copy of its rows, :mod:`rainforest.storage.row_copy`)."""
+        yield
+
     def check_columns(self, columns: Sequence[str]) -> None:
         names = set(self.schema.names)
         for c in columns:
@@ -87,7 +103,7 @@ class Source:
         the Numba kernels both release the GIL); at most two units are held.
         """
         self.check_columns(columns)
-        self.n_passes += 1
+        self.count_pass(columns)
         first = 0
         batches = (self._groups_read(list(columns), batch_size) if prefetch
                    else self._batches(list(columns), batch_size))
@@ -101,7 +117,7 @@ class Source:
                  progress: Callable[[int], None] | None = None) -> Any:
         """Run ``task`` over every row in one counted pass and return its state."""
         self.check_columns(columns)
-        self.n_passes += 1
+        self.count_pass(columns)
         return self.fold(task, list(columns), batch_size, progress)
 
     def fold(self, task: PassTask, columns: Sequence[str], batch_size: int = 65536,

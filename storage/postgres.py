@@ -90,6 +90,7 @@ class PostgresSource(SqlSource):
     _schema: pa.Schema = field(default=None, init=False, repr=False)
     _numeric: set = field(default_factory=set, init=False, repr=False)
     dialect = "postgres"
+    copies_rows = True  # a scan costs the server's COPY each time (see rainforest.storage.row_copy)
 
     def __post_init__(self):
         try:

@@ -33,12 +33,14 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import pyarrow as pa
 
 from .base import Source, SourceError
+from .row_copy import RowCopy
 
 log = logging.getLogger("rainforest")
 
@@ -91,6 +93,10 @@ class SqlSource(Source):
     """The parts of DuckDB and PostgreSQL sources that do not depend on the engine."""
 
     dialect = ""
+    # Whether a fit keeps the rows of its first streamed pass on local disk for its later passes
+    # (see rainforest.storage.row_copy): where a scan costs more than reading the copy back.
+    copies_rows = False
+    _copy = None  # the fit's RowCopy, while one lives
 
     def relation(self) -> SqlRelation:
         return SqlRelation(self.dialect, self._from_sql(), self._row_id_sql(), self.schema)
@@ -125,11 +131,31 @@ class SqlSource(Source):
             return "rows", f"{need:,} bytes of rows at most, {free:,} free in {folder}"
         return "aggregates", f"the rows could take {need:,} bytes, and {folder} has {free:,} free"
 
+    @contextmanager
+    def during_fit(self):
+        """With ``copies_rows`` and rows streamed out, the fit's first streamed pass is copied to local
+        disk and its later passes read the copy; the copy is removed when the fit ends."""
+        if not self.copies_rows or self._copy is not None or self.transfer_mode() != "rows":
+            yield
+            return
+        self._copy = RowCopy()
+        try:
+            yield
+        finally:
+            if self._copy.bytes_written > 0:
+                log.info("%s: %d later pass(es) read the local copy of its rows (%s bytes) instead of the database",
+                         self.description, self._copy.reads, f"{self._copy.bytes_written:,}")
+            self._copy.remove()
+            self._copy = None
+
+    def copied(self, columns: Sequence[str]) -> bool:
+        return self._copy is not None and self._copy.covers(columns)
+
     def run_pass(self, task, columns: Sequence[str], batch_size: int = 65536, progress=None):
         """One counted pass: one aggregate query when the source pushes down and ``task`` can be said
-        so, else the rows streamed and folded."""
+        so, else the rows streamed (or read from the fit's local copy) and folded."""
         self.check_columns(columns)
-        self.n_passes += 1
+        self.count_pass(columns)
         make = getattr(task, "sql_aggregate", None) if self.distributed else None
         query = make(self.relation()) if make is not None else None
         if query is None:
@@ -163,6 +189,13 @@ class SqlSource(Source):
         raise SourceError(f"{self.description} cannot return a relation; give into= a table name to write")
 
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        if self.copied(columns):
+            yield from self._copy.read(columns)
+            return
+        batches = self._streamed(columns, batch_size)
+        yield from batches if self._copy is None else self._copy.tee(columns, batches)
+
+    def _streamed(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         select = ", ".join(self._select_column(c) for c in columns)
         order = f" ORDER BY {quote_ident(self.row_id)}" if self.row_id is not None else ""
         for batch in self._stream(f"SELECT {select} FROM {self._from_sql()}{order}", batch_size):

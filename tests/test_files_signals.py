@@ -123,7 +123,7 @@ def test_outputs_honour_the_umask(umask, workdir):
 
 # -- leftovers of processes killed outright -------------------------------------------------------------
 def test_stale_spill_folders_are_removed_and_live_ones_kept(tmp_path):
-    from rainforest.spill import _host
+    from rainforest.storage.scratch import host_tag as _host
 
     dead = tmp_path / f"{PREFIX}{_dead_pid()}-{_host()}-abcd"
     live = tmp_path / f"{PREFIX}{os.getpid()}-{_host()}-efgh"

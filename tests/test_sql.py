@@ -19,7 +19,9 @@ BOTH = pytest.mark.parametrize("transfer", ["rows", "aggregates"])
 def fit(data, **kw):
     params = dict(max_depth=6, algorithm="read")
     params.update(kw)
-    return DecisionTreeClassifier(**params).fit(data, target="class")
+    clf = DecisionTreeClassifier(**params).fit(data, target="class")
+    clf.copied_ = isinstance(data, PostgresSource) and data.transfer_mode() == "rows"
+    return clf
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +40,10 @@ def agrawal_dir(tmp_path_factory):
 
 
 def same(a, b):
+    """``b`` (from a SQL source) is ``a``'s tree, in as many passes over the source, or in one: a
+    PostgreSQL source streaming rows copies them locally and reads the copy after its first pass."""
     assert a.tree_.to_json() == b.tree_.to_json()
-    assert a.n_passes_ == b.n_passes_
+    assert b.n_passes_ == a.n_passes_ or (b.n_passes_ == 1 and b.copied_)
 
 
 # -- DuckDB ---------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Extract mode (``transfer="rows"``): a SQL source's rows streamed out once into the row store.
 
-A tree costs 2 queries over the table (profile, extract) at any depth, and is the Parquet
-source's tree, node for node, in memory and through the spill folder; forests, AdaBoost and
-BOAT run on it as on a local source. No temporary object is made in the database and the
-table is never modified.
+A tree costs 2 queries over a DuckDB table (profile, extract) at any depth, and 1 over a
+PostgreSQL table (its later passes read a local copy of the first one's rows), and is the
+Parquet source's tree, node for node, in memory and through the spill folder; forests,
+AdaBoost and BOAT run on it as on a local source. No temporary object is made in the
+database and the table is never modified.
 """
 import logging
 import os
@@ -139,33 +140,58 @@ def pg_state(url):
     return temp, table
 
 
-def test_postgres_extract_takes_two_queries_and_leaves_nothing(pg, agrawal, tmp_path):
+def test_postgres_extract_is_one_query_and_leaves_nothing(pg, agrawal, tmp_path, monkeypatch):
+    """A PostgreSQL fit streams its rows once (the profile's pass) into a local copy that its later
+    passes read; the copy lives in a scratch folder during the fit only, also through the spill,
+    an error or an interrupt in either pass; nothing is made in the database."""
+    import tempfile
+
+    from rainforest.storage import row_copy
+
     d = agrawal[0]
+    scratch, spill = tmp_path / "scratch", tmp_path / "spill"
+    scratch.mkdir(), spill.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    seen = []
+    read = row_copy.RowCopy.read
+    monkeypatch.setattr(row_copy.RowCopy, "read", lambda self, columns: seen.append(os.listdir(self.root)) or
+                        read(self, columns))
     before = pg_state(pg)
     ref = tree(ParquetSource(str(d)))
     source = PostgresSource(pg, table="extract_agrawal", transfer="rows")
     sent = queries_of(source)
     clf = tree(source)
     assert clf.tree_.to_json() == ref.tree_.to_json()
-    assert clf.n_passes_ == 2 and len(sent) == 2
-    spilled = tree(PostgresSource(pg, table="extract_agrawal"), memory_budget="2MB", spill_dir=str(tmp_path))
+    assert clf.n_passes_ == 1 and len(sent) == 1 and seen == [["rows.arrow"]]  # the extract read the copy
+    assert os.listdir(scratch) == []
+    spilled = tree(PostgresSource(pg, table="extract_agrawal"), memory_budget="2MB", spill_dir=str(spill))
     assert spilled.tree_.to_json() == tree(ParquetSource(str(d)), memory_budget="2MB").tree_.to_json()
-    assert spilled.n_passes_ == 2 and spilled.grow_stats_.spill_bytes > 0
-    # a failed fit and an interrupt in the middle of the extract leave nothing either
+    assert spilled.n_passes_ == 1 and spilled.grow_stats_.spill_bytes > 0
     for error in (RuntimeError("lost"), KeyboardInterrupt()):
+        # midway through the one query (the copy is not finished: never read) ...
         failing = PostgresSource(pg, table="extract_agrawal", transfer="rows")
         stream = failing._stream
 
         def broken(sql, batch_size, stream=stream, error=error):
             for batch in stream(sql, batch_size):
-                if failing.n_passes == 2:  # midway through the extract (pass 2)
-                    raise error
                 yield batch
+                raise error
         failing._stream = broken
         with pytest.raises(type(error)):
-            tree(failing, memory_budget="2MB", spill_dir=str(tmp_path))
+            tree(failing, memory_budget="2MB", spill_dir=str(spill))
         failing.close()
-    assert pg_state(pg) == before and os.listdir(tmp_path) == []
+        # ... and midway through reading the copy back, while the spill is written
+        def broken_read(self, columns, error=error):
+            for batch in read(self, columns):
+                yield batch
+                raise error
+        with monkeypatch.context() as m:
+            m.setattr(row_copy.RowCopy, "read", broken_read)
+            with pytest.raises(type(error)):
+                tree(PostgresSource(pg, table="extract_agrawal", transfer="rows"), memory_budget="2MB",
+                     spill_dir=str(spill))
+        assert os.listdir(scratch) == [] and os.listdir(spill) == []
+    assert pg_state(pg) == before
 
 
 def test_postgres_auto_pushes_down_when_the_disk_is_too_small(pg, caplog, monkeypatch):
@@ -204,7 +230,7 @@ def test_without_the_adbc_driver_rows_are_fetched_through_psycopg(pg, agrawal, m
         got = DecisionTreeClassifier(max_depth=5, max_bins=64).fit(source, target="class")
     assert "adbc-driver-postgresql is not installed" in caplog.text
     ref = DecisionTreeClassifier(max_depth=5, max_bins=64).fit(str(agrawal[0]), target="class")
-    assert got.tree_.to_json() == ref.tree_.to_json() and got.n_passes_ == 2
+    assert got.tree_.to_json() == ref.tree_.to_json() and got.n_passes_ == 1
 
 
 def test_postgres_connections_in_every_form(pg, agrawal):
@@ -221,7 +247,7 @@ def test_postgres_connections_in_every_form(pg, agrawal):
             source = PostgresSource(form, table="extract_agrawal")
             got = DecisionTreeClassifier(max_depth=4, max_bins=64).fit(source, target="class")
             assert got.tree_.to_json() == ref.tree_.to_json(), form
-            assert got.n_passes_ == 2
+            assert got.n_passes_ == 1
             source.close()
         assert mine.execute("SHOW synchronize_seqscans").fetchone()[0] == "on"  # ours set it off, not yours
         engine.dispose()
@@ -246,3 +272,23 @@ def test_postgres_errors_name_the_culprit(pg):
                                              "host=127.0.0.1 port=1 user=x password=secret dbname=d",
                                              table="t", connect_timeout=2).value)
     assert conninfo("postgresql+psycopg2://u@h/d") == "postgresql://u@h/d"
+
+
+def test_a_full_disk_drops_the_copy_and_the_fit_queries_again(pg, agrawal, monkeypatch):
+    import errno
+
+    import pyarrow as pa
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(pa.ipc, "new_file", full)
+    boost = lambda: AdaBoostClassifier(DecisionTreeClassifier(max_depth=2), n_estimators=2)  # noqa: E731
+    with pytest.warns(RuntimeWarning, match="local copy of the rows .* failed .*No space left"):
+        got = boost().fit(PostgresSource(pg, table="extract_agrawal", transfer="rows"), target="class")
+    ref = boost().fit(str(agrawal[0]), target="class")
+    np.testing.assert_array_equal(got.estimator_weights_, ref.estimator_weights_)
+    assert got.n_passes_ == ref.n_passes_ > 1  # every pass queried the server again
+    monkeypatch.undo()
+    copied = boost().fit(PostgresSource(pg, table="extract_agrawal", transfer="rows"), target="class")
+    np.testing.assert_array_equal(copied.estimator_weights_, ref.estimator_weights_)
+    assert copied.n_passes_ < ref.n_passes_

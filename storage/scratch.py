@@ -1,0 +1,58 @@
+"""Scratch folders on local disk: made with their owner's process and machine in the name, so a
+folder left by a process killed outright is removed by the next one made beside it.
+
+The spill folder (:mod:`rainforest.spill`) and a SQL source's local copy of its rows
+(:mod:`rainforest.storage.row_copy`) are both made here.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import shutil
+import socket
+import tempfile
+
+PREFIX = "rainforest-spill-"
+
+
+def host_tag() -> str:
+    """A short tag of this machine: a folder shared by several (NFS) is judged only by its own."""
+    return hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process of that id runs on this machine (True when unsure)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process
+        return True
+    return True
+
+
+def remove_stale(parent: str | None) -> list[str]:
+    """Remove the scratch folders in ``parent`` (tempfile's default when None) whose owner process,
+    on this machine, is gone; return them. Folders of other machines and users stay."""
+    parent = tempfile.gettempdir() if parent is None else parent
+    removed = []
+    for root in glob.glob(os.path.join(glob.escape(parent), f"{PREFIX}*-*-*")):
+        pid, host = os.path.basename(root)[len(PREFIX):].split("-")[:2]
+        try:
+            mine = os.stat(root).st_uid == os.getuid()
+        except (OSError, AttributeError):  # gone meanwhile; no uids (Windows)
+            continue
+        if pid.isdigit() and host == host_tag() and mine and not pid_alive(int(pid)):
+            shutil.rmtree(root, ignore_errors=True)
+            removed.append(root)
+    return removed
+
+
+def scratch_folder(parent: str | None) -> str:
+    """A new, empty folder in ``parent`` (tempfile's default when None) named for this process and
+    machine, after removing the stale folders of dead processes beside it."""
+    remove_stale(parent)
+    return tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-{host_tag()}-", dir=parent)
