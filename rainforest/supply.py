@@ -45,8 +45,9 @@ class RowSupply:
                 meter(len(rows))
             meter.done()
             return state, False
-        meter = PassMeter(f"level {level}, pass {self.source.n_passes + 1} over the data, {label}", self.verbose,
-                          self.n_rows)
+        where = "the local copy of the rows" if self.source.copied(self.columns) else \
+            f"pass {self.source.n_passes + 1} over the data"
+        meter = PassMeter(f"level {level}, {where}, {label}", self.verbose, self.n_rows)
         before = self.source.n_passes
         state = self.source.run_pass(task, self.columns, self.batch_size, meter)
         meter.done()
