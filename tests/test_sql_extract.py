@@ -292,3 +292,17 @@ def test_a_full_disk_drops_the_copy_and_the_fit_queries_again(pg, agrawal, monke
     copied = boost().fit(PostgresSource(pg, table="extract_agrawal", transfer="rows"), target="class")
     np.testing.assert_array_equal(copied.estimator_weights_, ref.estimator_weights_)
     assert copied.n_passes_ < ref.n_passes_
+
+
+def test_postgres_growth_queries_run_without_jit(pg):
+    """Long queries (a growth pass's CASE expressions) run with JIT off, in their own transaction only;
+    short ones (the profile's row hashes, which JIT speeds up) keep the server's setting."""
+    from rainforest.storage.postgres import JIT_TEXT_LIMIT
+
+    source = PostgresSource(pg, table="extract_agrawal", transfer="aggregates")
+    padding = "/*" + "x" * JIT_TEXT_LIMIT + "*/"
+    setting = lambda sql: source.query_table(sql).column(0)[0].as_py()  # noqa: E731
+    default = setting("SELECT current_setting('jit') AS j")
+    assert setting(f"SELECT current_setting('jit') AS j {padding}") == "off"
+    assert setting("SELECT current_setting('jit') AS j") == default == "on"
+    source.close()
