@@ -189,9 +189,9 @@ def profile_query(task, relation) -> AggregateQuery:
     ctes, source = [], f"(SELECT {', '.join(enc)} FROM {relation.from_sql}{counted}) AS e"
     if sampled:
         steps = row_hash_sql("rid", task.seed, d.xor, ("h1", "h2"))
-        hashed = f"(SELECT {', '.join(enc)}, {relation.row_id} AS rid FROM {relation.from_sql}{counted}) AS e"
+        hashed = f"(SELECT {', '.join(enc)}, {relation.row_id} AS rid FROM {relation.from_sql}{counted}{d.fence}) AS e"
         for name, expr in steps:
-            hashed = f"(SELECT *, {expr} AS {name} FROM {hashed}) AS {name}_"
+            hashed = f"(SELECT *, {expr} AS {name} FROM {hashed}{d.fence}) AS {name}_"
         ctes.append(f"s AS (SELECT * FROM {hashed} ORDER BY hash LIMIT {int(task.sample_rows)})")
         # per sampled column, its distinct values in the sample with their counts ...
         value = "CASE g " + " ".join(f"WHEN {i} THEN a{j}" for i, j in enumerate(sampled)) + " END"

@@ -34,6 +34,14 @@ class Dialect:
         """A double-quoted identifier (quotes inside doubled)."""
         return quote_ident(name)
 
+    @property
+    def fence(self) -> str:
+        """What ends a derived table's query so that its columns are computed once, there: PostgreSQL
+        flattens derived tables and writes a column's expression into every use above (a row hash's
+        steps, each used several times by the next, became 64 copies of the first: the profile of 1M
+        rows took 14.1 s, 6.0 s fenced); ``OFFSET 0`` stops it. DuckDB computes them once as it is."""
+        return " OFFSET 0" if self.name == "postgres" else ""
+
     def xor(self, a: str, b: str) -> str:
         return f"({a} {self.xor_operator} {b})" if self.xor_operator else f"xor({a}, {b})"
 
