@@ -319,7 +319,7 @@ class DecisionTreeClassifier(Classifier):
         """Leaf of every row of ``X`` (streamed batch by batch for paths and sources)."""
         self._check_fitted()
         tree = self.tree_
-        if isinstance(X, SqlSource):  # scored in the database: only leaf indices come back
+        if isinstance(X, SqlSource) and X.distributed:  # rows stay in the database: only leaf indices come back
             X.check_columns(tree.feature_names)
             parts = [np.asarray(a.to_numpy(zero_copy_only=False), np.int64)
                      for a in X.column_values(tree.to_sql(X.dialect, "leaf", types=X.schema))]

@@ -168,7 +168,7 @@ class SqlSource(Source):
     def column_values(self, expression: str, batch_size: int = 65536) -> Iterator[pa.Array]:
         """The values of one SQL ``expression`` over the rows, in the source's row order, in chunks
         (scoring in the database: only the result column comes back)."""
-        for batch in self._stream(f"SELECT {expression} AS v FROM {self._from_sql()}", batch_size):
+        for batch in self._stream(f"SELECT {expression} AS v FROM {self._from_sql()}{self._order()}", batch_size):
             yield batch.column(0)
 
     @staticmethod
@@ -197,10 +197,13 @@ class SqlSource(Source):
 
     def _streamed(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         select = ", ".join(self._select_column(c) for c in columns)
-        order = f" ORDER BY {quote_ident(self.row_id)}" if self.row_id is not None else ""
-        for batch in self._stream(f"SELECT {select} FROM {self._from_sql()}{order}", batch_size):
+        for batch in self._stream(f"SELECT {select} FROM {self._from_sql()}{self._order()}", batch_size):
             yield pa.RecordBatch.from_arrays([_as_type(a, self.schema.field(c).type) for a, c in
                                               zip(batch.columns, columns)], names=list(columns))
+
+    def _order(self) -> str:
+        """Rows come out in identity order: by ``row_id`` when named, else as the scan gives them."""
+        return f" ORDER BY {quote_ident(self.row_id)}" if self.row_id is not None else ""
 
     def _select_column(self, name: str) -> str:
         return quote_ident(name)

@@ -158,10 +158,15 @@ def test_to_sql_and_predict_in_duckdb_match_python(tmp_path):
     clf = fit(path, max_depth=7, max_bins=64)
     con = duckdb.connect()
     con.execute(f"CREATE TABLE adult AS SELECT row_number() OVER () AS id, * FROM read_parquet('{path}')")
-    src = DuckDBSource(table="adult", connection=con)
     expected = clf.predict(path)
-    np.testing.assert_array_equal(clf.predict(src), expected)  # leaves computed in DuckDB
-    np.testing.assert_allclose(clf.predict_proba(src), clf.predict_proba(path))
+    for transfer in ("aggregates", "rows"):  # leaves computed in DuckDB, or rows streamed and scored here
+        src = DuckDBSource(table="adult", connection=con, transfer=transfer)
+        scored = []
+        values = src.column_values
+        src.column_values = lambda sql, *a: scored.append(sql) or values(sql, *a)
+        np.testing.assert_array_equal(clf.predict(src), expected)
+        np.testing.assert_allclose(clf.predict_proba(src), clf.predict_proba(path))
+        assert len(scored) == (2 if transfer == "aggregates" else 0)
     rel = clf.predict_in_database(src, columns=["id"], proba=True)
     got = rel.order("id").to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.order("id").arrow()
     np.testing.assert_array_equal(np.array(got.column("prediction").to_pylist()), expected)
@@ -265,7 +270,8 @@ def test_postgres_scoring_with_to_sql_matches_predict_row_for_row(pg):
         proba = [r[0] for r in conn.execute(f"SELECT {clf.tree_.to_sql('postgres', 'probability')} FROM adult")]
     np.testing.assert_array_equal(np.array(got), expected)
     np.testing.assert_allclose(proba, clf.predict_proba(path).max(axis=1))
-    np.testing.assert_array_equal(clf.predict(src), expected)
+    for transfer in ("aggregates", "rows"):
+        np.testing.assert_array_equal(clf.predict(PostgresSource(pg, table="adult", transfer=transfer)), expected)
     assert clf.predict_in_database(src, into="adult_scores", proba=True) == "adult_scores"
     with psycopg.connect(pg) as conn:
         assert conn.execute("SELECT count(*) FROM adult_scores").fetchone()[0] == len(expected)

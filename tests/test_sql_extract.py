@@ -107,6 +107,10 @@ def test_row_id_orders_the_stream(agrawal):
     assert got.to_json() == ref.to_json()
     stored_order = forest().fit(DuckDBSource(table="shuffled", connection=con), target="class", features=features)
     assert stored_order.to_json() != ref.to_json()  # the order matters, so the test above can fail
+    tree = DecisionTreeClassifier(max_depth=6).fit(t, target="class")
+    for transfer in ("rows", "aggregates"):  # predictions come in row_id order too, scored here or in DuckDB
+        source = DuckDBSource(table="shuffled", connection=con, row_id="id", transfer=transfer)
+        np.testing.assert_array_equal(tree.predict(source), tree.predict(t))
     con.execute("DROP TABLE shuffled")
 
 
