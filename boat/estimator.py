@@ -178,8 +178,9 @@ class BoatClassifier(Classifier):
         with self.fitting(X, y, target=target, features=features) as run:
             source = run.source
             if getattr(source, "distributed", False):
-                raise DataError(f"BOAT writes its node files in this process; {source.description} is distributed "
-                                f"(use DecisionTreeClassifier, or read the data through a local source)")
+                hint = "give it transfer='rows'" if hasattr(source, "transfer") else "read the data through a local source"
+                raise DataError(f"BOAT writes its node files in this process; the rows of {source.description} stay "
+                                f"where they are (use DecisionTreeClassifier, or {hint})")
             self.close()
             self._fit_source(source, run.kinds, run.data.target, parse_bytes(self.memory_budget), None)
             run.classes = self._state["schema"].label.classes

@@ -90,8 +90,11 @@ def test_forest_adaboost_and_boat_on_extracted_rows_equal_parquet(agrawal):
     np.testing.assert_array_equal(got.predict_proba(t), ref.predict_proba(t))
     with BoatClassifier(max_depth=5) as a, BoatClassifier(max_depth=5) as b:
         a.fit(str(d), target="class")
-        b.fit(source(), target="class")  # refused while the rows stayed in the database
+        b.fit(source(), target="class")
         assert a.tree_.to_json() == b.tree_.to_json()
+    from rainforest.errors import DataError
+    with pytest.raises(DataError, match="stay where they are .*give it transfer='rows'"), BoatClassifier() as c:
+        c.fit(DuckDBSource(table="agrawal", connection=con, transfer="aggregates"), target="class")
 
 
 def test_row_id_orders_the_stream(agrawal):
