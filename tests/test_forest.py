@@ -248,14 +248,16 @@ def test_identical_forests_across_n_jobs_batch_sizes_and_sources(agrawal):
     assert fits["dask"].n_passes_ == fits["read"].n_passes_ == 1 + 6 + 1  # a distributed source keeps no rows
 
 
-def test_identical_forests_from_duckdb(agrawal):
+@pytest.mark.parametrize("transfer", ["rows", "aggregates"])
+def test_identical_forests_from_duckdb(agrawal, transfer):
     pytest.importorskip("duckdb")
     from rainforest.storage import DuckDBSource
 
     params = dict(n_estimators=8, max_depth=5, random_state=2)
     ref = RandomForestClassifier(**params).fit(agrawal, target="class")
-    clf = RandomForestClassifier(**params).fit(DuckDBSource(parquet=agrawal), target="class")
+    clf = RandomForestClassifier(**params).fit(DuckDBSource(parquet=agrawal, transfer=transfer), target="class")
     assert clf.to_json() == ref.to_json()
+    assert clf.n_passes_ == (ref.n_passes_ if transfer == "rows" else 1 + 5)  # aggregates: a query a level
 
 
 @pytest.mark.parametrize("transfer", ["rows", "aggregates"])
