@@ -35,6 +35,7 @@ from .classifier_metrics import (AVERAGES, Evaluation, ScoreCounts, auc,  # noqa
 from .errors import DataError
 from .inputs import training_data
 from .schema import numeric_values
+from .tree import plain_value
 
 
 # -- the pass ---------------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ class EvaluationTask:
     score_decimals: int | None = None
 
     def new_state(self) -> Tally:
-        classes = [_plain(c) for c in self.estimator.classes_]
+        classes = [plain_value(c) for c in self.estimator.classes_]
         k = len(classes)
         return Tally(classes, np.zeros((k, k)), [ScoreCounts() for _ in range(k)] if self.roc else [])
 
@@ -140,7 +141,7 @@ class EvaluationTask:
     def finish(self, state: Tally) -> "Evaluation":
         order = sorted(range(len(state.labels)), key=lambda i: _sort_key(state.labels[i]))
         labels = [state.labels[i] for i in order]
-        model_classes = [_plain(c) for c in self.estimator.classes_]
+        model_classes = [plain_value(c) for c in self.estimator.classes_]
         curves = {model_classes[c]: s.flush() for c, s in enumerate(state.scores)}
         pos = labels.index(model_classes[self.pos_index]) if len(model_classes) == 2 else None
         return Evaluation(np.asarray(labels), state.confusion[np.ix_(order, order)], curves, state.n_rows, pos,
@@ -150,9 +151,6 @@ class EvaluationTask:
 def _sort_key(v):
     return (isinstance(v, str), v)
 
-
-def _plain(v):
-    return v.item() if isinstance(v, np.generic) else v
 
 
 def predicted_index(proba: np.ndarray, threshold: float | None, pos_index: int) -> np.ndarray:

@@ -43,7 +43,7 @@ from .errors import MissingDependency
 from .atomic import write_atomic
 from .errors import DataError, NotFittedError
 from .schema import CATEGORICAL, NUMERIC, Attribute, Schema
-from .tree import Tree
+from .tree import Tree, plain_value
 
 OPSET = 17  # the default domain: Cast, Concat, Gather, Mul, Add
 ML_OPSET = 3  # ai.onnx.ml: TreeEnsembleClassifier v3 (double thresholds and weights), LabelEncoder v2
@@ -389,9 +389,9 @@ def to_onnx(model, path=None, *, inputs: str = "columns", missing_string: str | 
     onnx_model.doc_string = (f"rainforest {type(model).__name__}: {len(ens.trees)} tree(s), classes {ens.classes}; "
                              f"probabilities = predict_proba")
     helper.set_model_props(onnx_model, {
-        "rainforest.classes": json.dumps([_plain(c) for c in ens.classes]),
+        "rainforest.classes": json.dumps([plain_value(c) for c in ens.classes]),
         "rainforest.features": json.dumps([{"name": n, "kind": k, "categories": None if c is None else
-                                            [_plain(v) for v in c]}
+                                            [plain_value(v) for v in c]}
                                            for n, k, c in zip(ens.names, ens.kinds, ens.categories)]),
         "rainforest.inputs": inputs,
         "rainforest.missing_string": json.dumps(missing_string)})
@@ -466,9 +466,6 @@ def onnx_feed(onnx_model, X) -> dict:
         feed[f["name"]] = np.asarray(col.to_numpy(zero_copy_only=False), dtype=dtype).reshape(-1, 1)
     return feed
 
-
-def _plain(v):
-    return v.item() if isinstance(v, np.generic) else v
 
 
 def _version() -> str:

@@ -345,8 +345,8 @@ class Tree:
         nodes["value"] = self.value.tolist()
         nodes["cat_branch"] = self.cat_branch.tolist()
         return {"format": FORMAT, "version": VERSION, "criterion": self.criterion, "target": self.target,
-                "classes": [_plain(c) for c in self.classes],
-                "features": [{"name": n, "kind": k, "categories": None if c is None else [_plain(v) for v in c]}
+                "classes": [plain_value(c) for c in self.classes],
+                "features": [{"name": n, "kind": k, "categories": None if c is None else [plain_value(v) for v in c]}
                              for n, k, c in zip(self.feature_names, self.feature_kinds, self.categories)],
                 "nodes": nodes}
 
@@ -373,6 +373,6 @@ class Tree:
         return json.dumps(self.to_dict(), sort_keys=True, allow_nan=False)
 
 
-def _plain(v):
+def plain_value(v):
     """JSON-able Python value of a class or category (numpy scalars become Python ones)."""
     return v.item() if isinstance(v, np.generic) else v
