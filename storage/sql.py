@@ -20,6 +20,8 @@ How rows cross (``transfer=``, decided once per source; the choice and its reaso
   source is then local: growth encodes the rows of its first growth pass into the row store
   (memory, then the spill folder) and reads the store after that, so a tree costs 2 queries over
   the table (profile, extract) whatever its depth, and is the Parquet source's tree, node for node.
+  A source that ``copies_rows`` (PostgreSQL, whose scans cost the server's ``COPY`` each time)
+  keeps what a fit's first query streamed in a local copy for the fit's later passes: 1 query.
   In this mode a row's identity is its position in that order (with ``row_id``: the rank of its
   ``row_id``, not the value).
 * ``"aggregates"`` (pushdown): every pass that can be said as one aggregate query is pushed down
