@@ -159,3 +159,14 @@ print("ok")
 """
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 64, 1000])
+def test_stable_argsort_is_numpy_mergesort(n):
+    """The categories' order by class share: numpy's stable argsort, ties (frequent: shares of small
+    counts) in slot order."""
+    from rainforest.categorical_splits import stable_argsort
+
+    rng = np.random.default_rng(n)
+    for keys in (rng.random(n), rng.integers(0, 4, n) / 3.0, np.zeros(n), np.arange(n)[::-1] / 7.0):
+        np.testing.assert_array_equal(stable_argsort(keys), np.argsort(keys, kind="mergesort"))
