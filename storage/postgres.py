@@ -4,6 +4,7 @@ See :mod:`rainforest.storage.sql` for row identity and how rows cross (``transfe
 """
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -175,6 +176,15 @@ class PostgresSource(SqlSource):
         with self._cursor() as cur:
             self._execute(cur, f"SELECT count(*) FROM {self._from_sql()}")
             return int(cur.fetchone()[0])
+
+    def estimated_rows(self) -> int:
+        """The planner's estimate of the rows (``EXPLAIN``: nothing is scanned, however large the table
+        or costly the query); at least the table's statistics after ``ANALYZE``."""
+        with self._cursor() as cur:
+            self._execute(cur, f"EXPLAIN (FORMAT JSON) SELECT * FROM {self._from_sql()}")
+            plan = cur.fetchone()[0]
+        plan = json.loads(plan) if isinstance(plan, str) else plan
+        return int(plan[0]["Plan"]["Plan Rows"])
 
     def query_table(self, sql: str, ordered: bool = False) -> pa.Table:
         with self._conn.transaction(), self._cursor() as cur:

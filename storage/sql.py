@@ -127,11 +127,15 @@ class SqlSource(Source):
     def _auto_transfer(self) -> tuple[str, str]:
         """PostgreSQL's choice: extract while the rows would fit the local disk (see the module notes)."""
         folder = tempfile.gettempdir()
-        need = self.count_rows() * 8 * len(self.schema)
+        need = self.estimated_rows() * 8 * len(self.schema)
         free = shutil.disk_usage(folder).free
         if need <= free:
             return "rows", f"{need:,} bytes of rows at most, {free:,} free in {folder}"
         return "aggregates", f"the rows could take {need:,} bytes, and {folder} has {free:,} free"
+
+    def estimated_rows(self) -> int:
+        """The number of rows, or an estimate that costs no scan where the engine has one."""
+        return self.count_rows()
 
     @contextmanager
     def during_fit(self):
