@@ -31,7 +31,7 @@ from typing import Iterator
 
 import numpy as np
 
-from rainforest.storage.scratch import PREFIX, remove_stale, scratch_folder  # noqa: F401 (PREFIX, remove_stale: re-exported)
+from rainforest.storage.scratch import scratch_folder
 from .meter import log
 from .rows import RowBlock, class_dtype, slot_dtype
 from .schema import Schema

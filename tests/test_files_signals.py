@@ -17,7 +17,8 @@ import pytest
 
 from rainforest import DecisionTreeClassifier, cli
 from rainforest.atomic import write_atomic
-from rainforest.spill import PREFIX, Spill, remove_stale
+from rainforest.spill import Spill
+from rainforest.storage.scratch import PREFIX, remove_stale
 
 DATA = Path(__file__).resolve().parent / "data"
 BUYS = DATA / "buys_computer.parquet"
