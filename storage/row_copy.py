@@ -8,7 +8,8 @@ as they stream by, to an uncompressed Arrow IPC file in a scratch folder
 (:func:`rainforest.storage.scratch.scratch_folder`), and every later pass of the same fit whose
 columns it holds reads the file, memory-mapped.  The copy lives for one fit
 (:meth:`rainforest.storage.Source.during_fit`): it is removed when the fit ends, fails or is
-interrupted, so a later fit sees the table as it is then.
+interrupted, so a later fit sees the table as it is then; one left by a process killed outright
+is removed by the next scratch folder made beside it.
 
 A copy left unfinished (an error or an interrupt midway through its pass) is deleted and never
 read.  A disk that fills while writing drops the copy with a warning; the fit goes on, and
