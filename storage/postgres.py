@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -151,7 +153,7 @@ class PostgresSource(SqlSource):
         try:
             cur.execute(sql)
         except psycopg.Error as exc:
-            raise SourceError(f"PostgreSQL cannot read {self.description}: {first_line(exc)}") from None
+            raise self._read_error(exc) from None
 
     def _from_sql(self) -> str:
         return qualified(self.table) if self.table is not None else f"({self.query}) AS src"
@@ -176,6 +178,16 @@ class PostgresSource(SqlSource):
         with self._cursor() as cur:
             self._execute(cur, f"SELECT count(*) FROM {self._from_sql()}")
             return int(cur.fetchone()[0])
+
+    def _auto_transfer(self) -> tuple[str, str]:
+        """Extract while the rows, at 8 bytes a column, fit the temporary folder's free space (the
+        spill folder's and the row copy's default), else push down (see rainforest.storage.sql)."""
+        folder = tempfile.gettempdir()
+        need = self.estimated_rows() * 8 * len(self.schema)
+        free = shutil.disk_usage(folder).free
+        if need <= free:
+            return "rows", f"{need:,} bytes of rows at most, {free:,} free in {folder}"
+        return "aggregates", f"the rows could take {need:,} bytes, and {folder} has {free:,} free"
 
     def estimated_rows(self) -> int:
         """The planner's estimate of the rows (``EXPLAIN``: nothing is scanned, however large the table
@@ -204,22 +216,28 @@ class PostgresSource(SqlSource):
             yield from self._fetched(sql, batch_size)
             return
         import adbc_driver_manager
+        # the driver's errors, and the reader's (an OSError), name the source; not the caller's
+        failures = (adbc_driver_manager.Error, pa.ArrowException, OSError)
         cur = rows.cursor()
         try:
-            reader = None
+            try:
+                cur.execute(sql)
+                reader = cur.fetch_record_batch()
+            except failures as exc:
+                raise self._read_error(exc) from None
             while True:
-                try:  # the driver's errors, and the reader's (an OSError), name the source; not the caller's
-                    if reader is None:
-                        cur.execute(sql)
-                        reader = cur.fetch_record_batch()
+                try:
                     batch = reader.read_next_batch()
                 except StopIteration:
                     return
-                except (adbc_driver_manager.Error, pa.ArrowException, OSError) as exc:
-                    raise SourceError(f"PostgreSQL cannot read {self.description}: {first_line(exc)}") from None
+                except failures as exc:
+                    raise self._read_error(exc) from None
                 yield batch
         finally:
             cur.close()
+
+    def _read_error(self, exc: Exception) -> SourceError:
+        return SourceError(f"PostgreSQL cannot read {self.description}: {first_line(exc)}")
 
     def _rows_connection(self):
         """The ADBC connection that streams rows (opened at first use), or None without the driver."""

@@ -40,6 +40,7 @@ class RowCopy:
         self.parent = parent
         self.root: str | None = None
         self.columns: list[str] | None = None  # those of the finished copy
+        self.failed = False  # the disk refused a write: no copy this fit
         self.bytes_written = 0
         self.reads = 0
 
@@ -70,7 +71,7 @@ class RowCopy:
         writer = None
         try:
             for batch in batches:
-                if writer is not None or self.bytes_written == 0:
+                if not self.failed:
                     writer = self._written(writer, batch)
                 yield batch
             if writer is not None:
@@ -95,7 +96,7 @@ class RowCopy:
             if writer is not None:
                 writer.close()
             self._drop()
-            self.bytes_written = -1  # no copy this fit: later batches are not written
+            self.failed = True
             warnings.warn(f"the local copy of the rows in {self.parent or 'the temporary folder'} failed ({exc}); "
                           "later passes of this fit read the database again", RuntimeWarning, stacklevel=2)
             return None

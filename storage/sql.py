@@ -33,8 +33,6 @@ How rows cross (``transfer=``, decided once per source; the choice and its reaso
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Sequence
@@ -112,7 +110,7 @@ class SqlSource(Source):
     def transfer_mode(self) -> str:
         """``"rows"`` or ``"aggregates"``: ``transfer`` as given, or what ``"auto"`` chose (once; logged)."""
         if self._mode is None:
-            if self.transfer == "rows" or self.transfer == "aggregates":
+            if self.transfer != "auto":
                 self._mode, why = self.transfer, "as asked"
             else:
                 self._mode, why = self._auto_transfer()
@@ -123,19 +121,6 @@ class SqlSource(Source):
         if transfer not in TRANSFERS:
             raise SourceError(f"transfer must be one of {', '.join(map(repr, TRANSFERS))}, not {transfer!r}")
         self.transfer, self._mode = transfer, None
-
-    def _auto_transfer(self) -> tuple[str, str]:
-        """PostgreSQL's choice: extract while the rows would fit the local disk (see the module notes)."""
-        folder = tempfile.gettempdir()
-        need = self.estimated_rows() * 8 * len(self.schema)
-        free = shutil.disk_usage(folder).free
-        if need <= free:
-            return "rows", f"{need:,} bytes of rows at most, {free:,} free in {folder}"
-        return "aggregates", f"the rows could take {need:,} bytes, and {folder} has {free:,} free"
-
-    def estimated_rows(self) -> int:
-        """The number of rows, or an estimate that costs no scan where the engine has one."""
-        return self.count_rows()
 
     @contextmanager
     def during_fit(self):
@@ -148,7 +133,7 @@ class SqlSource(Source):
         try:
             yield
         finally:
-            if self._copy.bytes_written > 0:
+            if self._copy.columns is not None:  # a finished copy
                 log.info("%s: %d later pass(es) read the local copy of its rows (%s bytes) instead of the database",
                          self.description, self._copy.reads, f"{self._copy.bytes_written:,}")
             self._copy.remove()
@@ -219,6 +204,10 @@ class SqlSource(Source):
         raise NotImplementedError
 
     def _row_id_sql(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _auto_transfer(self) -> tuple[str, str]:  # pragma: no cover - abstract
+        """What ``transfer="auto"`` means for this engine, and why."""
         raise NotImplementedError
 
     def query_table(self, sql: str, ordered: bool = False) -> pa.Table:  # pragma: no cover - abstract

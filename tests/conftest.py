@@ -40,6 +40,16 @@ def datasets():
     return dataset_path
 
 
+def sql_statements(source) -> list:
+    """Record every statement a SQL source sends that reads its table: aggregate queries
+    (``query_table``) and streamed rows (``_stream``), in order; the list fills as it runs."""
+    sent = []
+    for name in ("query_table", "_stream"):
+        run = getattr(source, name)
+        setattr(source, name, lambda sql, *a, run=run, **k: sent.append(sql) or run(sql, *a, **k))
+    return sent
+
+
 def load_script(name: str):
     """A module of scripts/ (not a package), imported by path once and shared: ``import name`` finds it too."""
     if name not in sys.modules:

@@ -4,7 +4,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import dataset_path, load_script
+from conftest import dataset_path, load_script, sql_statements
 
 import duckdb
 from rainforest import DecisionTreeClassifier
@@ -301,10 +301,7 @@ def test_postgres_bad_input(pg):
 
 def _bayes_on(source, path):
     from rainforest import NaiveBayesClassifier
-    queries = []
-    for name in ("query_table", "_stream"):
-        run = getattr(source, name)
-        setattr(source, name, lambda sql, *a, run=run, **k: queries.append(sql) or run(sql, *a, **k))
+    queries = sql_statements(source)
     nb = NaiveBayesClassifier().fit(source, target="class")
     ref = NaiveBayesClassifier().fit(path, target="class")
     assert nb.n_passes_ == ref.n_passes_ == 1

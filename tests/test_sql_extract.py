@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import load_script
+from conftest import load_script, sql_statements
 
 import duckdb
 from rainforest import AdaBoostClassifier, DecisionTreeClassifier, RandomForestClassifier
@@ -35,15 +35,6 @@ def agrawal(tmp_path_factory):
     return d, t, con
 
 
-def queries_of(source):
-    """Every statement ``source`` sends that reads the table (aggregates or streamed rows)."""
-    sent = []
-    for name in ("query_table", "_stream"):
-        run = getattr(source, name)
-        setattr(source, name, lambda sql, *a, run=run, **k: sent.append(sql) or run(sql, *a, **k))
-    return sent
-
-
 def tree(data, **kw):
     return DecisionTreeClassifier(max_depth=10, max_bins=64, **kw).fit(data, target="class")
 
@@ -57,7 +48,7 @@ def test_a_deep_tree_takes_two_duckdb_queries_and_is_the_parquet_tree(agrawal):
     ref = tree(ParquetSource(str(d)))
     before = duckdb_tables(con)
     for source in (DuckDBSource(table="agrawal", connection=con), DuckDBSource(parquet=str(d))):
-        sent = queries_of(source)
+        sent = sql_statements(source)
         clf = tree(source)
         assert source.transfer_mode() == "rows"  # auto, for DuckDB
         assert clf.tree_.to_json() == ref.tree_.to_json() and clf.get_depth() == 10
@@ -167,7 +158,7 @@ def test_postgres_extract_is_one_query_and_leaves_nothing(pg, agrawal, tmp_path,
     before = pg_state(pg)
     ref = tree(ParquetSource(str(d)))
     source = PostgresSource(pg, table="extract_agrawal", transfer="rows")
-    sent = queries_of(source)
+    sent = sql_statements(source)
     clf = tree(source)
     assert clf.tree_.to_json() == ref.tree_.to_json()
     assert clf.n_passes_ == 1 and len(sent) == 1 and seen == [["rows.arrow"]]  # the extract read the copy
