@@ -1,5 +1,8 @@
 import importlib.util
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +12,24 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 DATASETS = Path(__file__).resolve().parent / "data"  # the real UCI datasets, in the repository (data/README.md)
+
+
+_WORKER_TEMP = []  # this pytest-xdist worker's own temporary folder
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (the fast lane) each worker gets its own temporary folder, inherited by the
+    processes it starts: a test that looks for leftover spill or store folders sees only its own."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        path = tempfile.mkdtemp(prefix=f"rainforest-tests-{worker}-")
+        os.environ["TMPDIR"] = tempfile.tempdir = path
+        _WORKER_TEMP.append(path)
+
+
+def pytest_unconfigure(config):
+    for path in _WORKER_TEMP:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def dataset_path(name: str) -> str:
@@ -77,9 +98,18 @@ def postgres_missing() -> str | None:
 
 
 # The longest tests outside the postgres and cluster lanes (4 s or more each in a full run on
-# 2 cores), marked ``slow`` here by id, parameters included, so that one list says which they are.
+# 2 cores), and the further cases of parametrized tests whose first cases stay in the fast lane
+# (BOAT on Agrawal F6/F7 and with entropy, about 3 s each; updates that only insert or only delete),
+# marked ``slow`` here by id, parameters included, so that one list says which they are.
 SLOW = [
     "test_bayes.py::test_categorical_equals_sklearn[connect_4]",
+    "test_boat.py::test_agrawal_equals_rainforest_and_sklearn[entropy-1]",
+    "test_boat.py::test_agrawal_equals_rainforest_and_sklearn[entropy-6]",
+    "test_boat.py::test_agrawal_equals_rainforest_and_sklearn[entropy-7]",
+    "test_boat.py::test_agrawal_equals_rainforest_and_sklearn[gini-6]",
+    "test_boat.py::test_agrawal_equals_rainforest_and_sklearn[gini-7]",
+    "test_boat.py::test_update_equals_rebuild[delete]",
+    "test_boat.py::test_update_equals_rebuild[insert]",
     "test_cli.py::test_every_learner_trains_predicts_evaluates_and_inspects[adaboost]",
     "test_cli.py::test_every_learner_trains_predicts_evaluates_and_inspects[boat]",
     "test_cli.py::test_every_learner_trains_predicts_evaluates_and_inspects[forest]",
@@ -91,6 +121,7 @@ SLOW = [
     "test_examples.py::test_example_runs[evaluate_prune_export]",
     "test_examples.py::test_example_runs[forest]",
     "test_examples.py::test_example_runs[parquet_tree]",
+    "test_exact_sklearn.py::test_exact_mode_is_sklearns_tree[letter-entropy-None]",
     "test_export.py::test_onnx_forest_adult[exact]",
     "test_export.py::test_onnx_missing_string_must_not_be_a_category",
     "test_forest.py::test_accuracy_within_one_point_of_scikit_learn[adult]",

@@ -291,6 +291,7 @@ def test_kept_partitions_never_exceed_the_workers_share_of_the_budget(data, refe
     assert _held_nowhere()
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("frame", [False, True])  # Parquet files each worker reads, or a Dask DataFrame
 @pytest.mark.parametrize("budget", ["1GB", "300KB"])  # the kept rows in the workers' memory, or on their disks
 def test_local_cluster_processes_keep_partitions_on_their_workers(data, reference, budget, frame):
