@@ -128,7 +128,9 @@ class AvcPass:
     ``spill`` (RF-Write), when set, receives every counted block of rows.
     ``store`` (a :class:`rainforest.storage.dask_store.PartitionStore`), when set, lets a source
     that keeps partitions where they are read (a Dask cluster's workers) keep them encoded
-    (:meth:`encode`) and count them again at later passes (:meth:`count_piece`).
+    (:meth:`encode`) and count them again at later passes (:meth:`count_piece`); ``alive`` then marks
+    the tree's nodes whose rows are counted now or later (the frontier), so that a kept piece drops
+    the rows that reached a leaf for good.
     """
 
     schema: Schema
@@ -142,6 +144,7 @@ class AvcPass:
     keep_into: object = None
     spill: object = None
     store: object = None
+    alive: np.ndarray | None = None
 
     def group_offsets(self) -> np.ndarray:
         """Offset of each counted attribute's slots in this pass's AVC-groups."""
@@ -164,8 +167,15 @@ class AvcPass:
         return encode_rows(self.schema, batch, self.class_weight, self.weighted).present()
 
     def count_piece(self, state: AvcState, rows: RowBlock) -> AvcState:
-        """Count kept rows (routed in place: the store keeps them where this pass left them)."""
-        return self.count(state, rows)
+        """Count kept rows (routed in place: the store keeps them where this pass left them, less the
+        rows of nodes not :attr:`alive`, which no later pass counts; a depth-10 Agrawal tree's leaves
+        hold 57 % of the rows by its fifth level)."""
+        state = self.count(state, rows)
+        if self.alive is not None and len(self.node_pos) > 1:
+            alive = self.alive[rows.node]
+            if len(rows) - np.count_nonzero(alive) > len(rows) // 8:  # a copy only when it pays
+                rows.keep(alive)
+        return state
 
     def count(self, state: AvcState, rows: RowBlock) -> AvcState:
         """Count encoded rows (from a data pass or the spill folder) at their frontier nodes."""

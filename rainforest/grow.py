@@ -289,6 +289,10 @@ class _Growth:
             node_pos[part] = [index_of[n] for n in part]
             task = AvcPass(self.schema, level.routing, node_pos, len(index_of), self.n_channels, self.class_weight,
                            self.weighted, attrs, store=supply.store)
+            if supply.store is not None:  # the workers' kept rows: those at a node that no longer grows go
+                task.alive = np.zeros(len(nodes.feature), bool)
+                task.alive[list(level.in_frontier)] = True
+                task.alive[node_pos >= 0] = True
             if level.pull and not from_memory:
                 task.keep_into = supply.kept = KeptRows(
                     level.pull, [nodes.n_node_samples[n] for n in level.pull], len(nodes.feature), self.n_attr,

@@ -175,8 +175,16 @@ class RowBlock:
         return self.S.nbytes + self.y.nbytes + self.w.nbytes + self.node.nbytes
 
     def take(self, mask: np.ndarray) -> "RowBlock":
-        return RowBlock(np.asfortranarray(self.S[mask]), self.y[mask], self.w[mask] if len(self.w) else self.w,
-                        self.node[mask])
+        rows = np.flatnonzero(mask)
+        S = np.empty((len(rows), self.S.shape[1]), self.S.dtype, order="F")
+        for j in range(self.S.shape[1]):  # column by column: S[mask] would gather across the columns
+            np.take(self.S[:, j], rows, out=S[:, j])
+        return RowBlock(S, self.y[rows], self.w[rows] if len(self.w) else self.w, self.node[rows])
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep only the rows of ``mask``, in place (their order unchanged)."""
+        kept = self.take(mask)
+        self.S, self.y, self.w, self.node = kept.S, kept.y, kept.w, kept.node
 
     def present(self) -> "RowBlock":
         """The rows that count: those of weight 0 left out (:func:`rainforest.schema.present_rows`)."""

@@ -152,10 +152,12 @@ def travelling(task: PassTask, state: Any) -> Any:
 
 
 def fold_batches(task: PassTask, batches, first_row: int = 0,
-                 progress: Callable[[int], None] | None = None) -> tuple[Any, int]:
-    """Fold ``batches`` in order into a new state of ``task``, the first batch starting at the global
-    row ``first_row``; returns the state and the number of rows folded (empty batches are skipped)."""
-    state = task.new_state()
+                 progress: Callable[[int], None] | None = None, state: Any = None) -> tuple[Any, int]:
+    """Fold ``batches`` in order into ``state`` (None: a new state of ``task``), the first batch starting
+    at the global row ``first_row``; returns the state and the number of rows folded (empty batches
+    are skipped)."""
+    if state is None:
+        state = task.new_state()
     row = first_row
     for batch in batches:
         if batch.num_rows == 0:

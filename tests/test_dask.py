@@ -291,6 +291,38 @@ def test_kept_partitions_never_exceed_the_workers_share_of_the_budget(data, refe
     assert _held_nowhere()
 
 
+@pytest.mark.parametrize("budget", ["1GB", "300KB"])  # the kept rows in memory, or in files on the disk
+def test_kept_partitions_drop_the_rows_of_finished_leaves(tmp_path, budget, monkeypatch):
+    """Rows that reached a node no longer growing leave the kept pieces at the pass that routed them
+    there, and no later pass counts them: the same tree from fewer rows, and what is left of a piece
+    is exactly its rows at nodes still alive.  (Agrawal F1: a leaf at depth 2 holds 30 % of the rows.)"""
+    from rainforest.avc import AvcPass
+
+    data = str(tmp_path / "f1")
+    write_agrawal_parquet(data, 30_000, function=1, n_files=N_FILES, seed=5)
+    tree = DecisionTreeClassifier(algorithm="hybrid", **PARAMS).fit(data, target="class").tree_.to_json()
+
+    seen = []  # per counted piece: rows before, rows after, whether every row left is alive
+    count_piece = AvcPass.count_piece
+
+    def watched(self, state, rows):
+        before = len(rows)
+        state = count_piece(self, state, rows)
+        alive = self.alive is None or bool(self.alive[rows.node].all()) or len(rows) == before
+        seen.append((before, len(rows), alive))
+        return state
+
+    monkeypatch.setattr(AvcPass, "count_piece", watched)
+    clf = DecisionTreeClassifier(algorithm="hybrid", memory_budget=budget, **PARAMS).fit(DaskSource(data),
+                                                                                       target="class")
+    assert clf.tree_.to_json() == tree and clf.n_passes_ == 2
+    assert any(after < before for before, after, _ in seen)  # leaves before the last level: rows dropped
+    assert all(alive for _, _, alive in seen)
+    kept_at_end = sum(after for _, after, _ in seen[-N_FILES:])
+    assert kept_at_end < 30_000
+    assert _held_nowhere()
+
+
 @pytest.mark.cluster
 @pytest.mark.parametrize("frame", [False, True])  # Parquet files each worker reads, or a Dask DataFrame
 @pytest.mark.parametrize("budget", ["1GB", "300KB"])  # the kept rows in the workers' memory, or on their disks
