@@ -205,22 +205,26 @@ class DaskSource(Source):
                 fold_partitions, task, reader, [(parts[i], firsts[i], lengths[i], i) for i in mine],
                 columns, batch_size, key=f"rainforest-folds-{uid}-{'.'.join(map(str, mine))}", pure=False, **where))
             states.append(held[-1])
-        level = 0
-        while len(states) > 1:  # pairwise, by partition index, as fold() merges
-            states = [merge(states[j], states[j + 1], f"rainforest-merge-{uid}-{level}-{j // 2}")
-                      for j in range(0, len(states) - 1, 2)] + ([states[-1]] if len(states) % 2 else [])
-            level += 1
-        folded = self._compute([states[0]])[0] if client is None else self._gather(client, held, states[0])
+        if client is not None and len(states) == 2:  # see fold(): the last merge here
+            folded = merge_folds(task, *self._gather(client, held, states))
+        else:
+            level = 0
+            while len(states) > 1:  # pairwise, by partition index, as fold() merges
+                states = [merge(states[j], states[j + 1], f"rainforest-merge-{uid}-{level}-{j // 2}")
+                          for j in range(0, len(states) - 1, 2)] + ([states[-1]] if len(states) % 2 else [])
+                level += 1
+            folded = self._compute([states[0]])[0] if client is None else self._gather(client, held, states)[0]
         self._homes[task.store.id] = [folded.homes.get(i) for i in range(len(lengths))]
         if progress is not None and local is None:
             progress(firsts[-1])
         return folded
 
-    def _gather(self, client, futures: list, last) -> Any:
+    def _gather(self, client, futures: list, wanted: list) -> list:
+        """The results of ``wanted``, then every one of ``futures`` cancelled."""
         wait_for_workers(client, self.worker_timeout)
         try:
-            wait_while_workers(client, [last], self.worker_timeout)
-            return last.result()
+            wait_while_workers(client, wanted, self.worker_timeout)
+            return [f.result() for f in wanted]
         finally:
             client.cancel(futures)  # an interrupted pass leaves nothing running
 
@@ -281,14 +285,20 @@ class DaskSource(Source):
                     dask_key_name=f"rainforest-folds-{uid}-{group[0]}.{group[-1]}"))
         if not states:
             return task.new_state()
-        level = 0
-        while len(states) > 1:  # pairwise, by partition index: the same tree on every run
-            merged = [_delayed(_merge_pair, pure=False)(task_node, states[j], states[j + 1],
-                                                        dask_key_name=f"rainforest-merge-{uid}-{level}-{j // 2}")
-                      for j in range(0, len(states) - 1, 2)]
-            states = merged + ([states[-1]] if len(states) % 2 else [])
-            level += 1
-        state = self._compute([states[0]], client)[0]
+        if client is not None and len(states) == 2:
+            # Two partial states (two workers' ranges): merged here, in the same order, rather than on a
+            # worker and then sent here; the same bytes cross, one scheduling round trip fewer (about
+            # 10 ms a pass on a 2-core machine, a tenth of a level from kept rows).
+            state = _merge_pair(task, *self._compute(states, client))
+        else:
+            level = 0
+            while len(states) > 1:  # pairwise, by partition index: the same tree on every run
+                merged = [_delayed(_merge_pair, pure=False)(task_node, states[j], states[j + 1],
+                                                            dask_key_name=f"rainforest-merge-{uid}-{level}-{j // 2}")
+                          for j in range(0, len(states) - 1, 2)]
+                states = merged + ([states[-1]] if len(states) % 2 else [])
+                level += 1
+            state = self._compute([states[0]], client)[0]
         if progress is not None and local_progress is None:
             progress(first)  # a cluster reports the pass when it is done
         return state
