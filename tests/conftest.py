@@ -23,6 +23,7 @@ def pytest_configure(config):
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
         path = tempfile.mkdtemp(prefix=f"rainforest-tests-{worker}-")
+        os.chmod(path, 0o1777)  # as /tmp: the PostgreSQL server the tests start runs as another user
         os.environ["TMPDIR"] = tempfile.tempdir = path
         _WORKER_TEMP.append(path)
 
