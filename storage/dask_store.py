@@ -8,7 +8,8 @@ the tree node each row has reached) and counted, and the pieces are kept in that
 process's memory while they fit the store's per-worker budget. Later passes of the same fit are
 submitted to the worker holding the partition (``workers=[home]``, ``allow_other_workers=True``)
 and count its pieces without reading the source; the task mutates the pieces it routes (their
-nodes), so the next pass starts where this one's routing ended.
+nodes, and drops the rows it will never count again), so the next pass starts where this one's
+routing ended.
 
 The store is a cache, never the only copy: a partition whose worker died, or that did not fit
 the budget, is read and encoded again from the source wherever the scheduler puts its task, and
