@@ -16,16 +16,14 @@ got the row wrong)``) as the rows stream by, and counts with it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 
-from rainforest.storage import Source
-
 from .base import Classifier
 from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier, reading_model
+from .boosted_source import BoostedSource, SplitTask
 from .budget import parse_bytes
 from .dask_predict import lazy_on_dask
 from .errors import DataError
@@ -47,95 +45,6 @@ PREVIOUS_WRONG = "__previous_wrong__"
 #: the weak learners a model file may name, by class name: model_file.BOOSTING_BASES (the names the
 #: model checks accept), each the class that registered its reader (both are imported above)
 BASE_LEARNERS = {name: CLASSES[name] for name in BOOSTING_BASES}
-
-
-@dataclass
-class BoostedSource(Source):
-    """``base`` with the columns ``weigh(batch)`` computes (the boosting weight, a flag) added."""
-
-    base: Source = None
-    weigh: Callable[[pa.RecordBatch], dict] = None
-    needed: list = field(default_factory=list)  # base columns ``weigh`` reads
-    added: dict = field(default_factory=dict)  # name -> Arrow type
-
-    @property
-    def schema(self) -> pa.Schema:
-        s = self.base.schema
-        for name, typ in self.added.items():
-            s = s.append(pa.field(name, typ))
-        return s
-
-    @property
-    def description(self) -> str:
-        return self.base.description
-
-    def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
-        for batch in self.base._batches(self._read(columns), batch_size):
-            yield _with_columns(batch, self.weigh(batch), self.added, columns)
-
-    def copied(self, columns: Sequence[str]) -> bool:
-        """Whether the base serves these rows from its local copy (then a round costs no pass over it)."""
-        return self.base.copied(self._read(columns))
-
-    def _read(self, columns: Sequence[str]) -> list:
-        return list(dict.fromkeys([c for c in columns if c not in self.added] + self.needed))
-
-    def run_pass(self, task, columns: Sequence[str], batch_size: int = 65536, progress=None):
-        """One pass counted here; over a distributed base, the weights are computed where the rows live."""
-        if not getattr(self.base, "distributed", False):
-            return super().run_pass(task, columns, batch_size, progress)
-        self.check_columns(columns)
-        self.n_passes += 1  # the pass is this source's (AdaBoost counts rounds on it), not the base's
-        return self.base.fold(WeighedTask(task, self.weigh, self.added, list(columns)), self._read(columns),
-                              batch_size, progress)
-
-
-def _with_columns(batch: pa.RecordBatch, extra: dict, added: dict, columns) -> pa.RecordBatch:
-    arrays = [extra[c] if c in added else batch.column(c) for c in columns]
-    return pa.RecordBatch.from_arrays([pa.array(a) if isinstance(a, np.ndarray) else a for a in arrays],
-                                      names=list(columns))
-
-
-@dataclass
-class WeighedTask:
-    """``inner`` run on batches with ``weigh``'s columns added: BoostedSource's pass, shipped to a cluster."""
-
-    inner: object
-    weigh: Callable[[pa.RecordBatch], dict]
-    added: dict
-    columns: list
-
-    def new_state(self):
-        return self.inner.new_state()
-
-    def update(self, state, batch: pa.RecordBatch, first_row: int):
-        return self.inner.update(state, _with_columns(batch, self.weigh(batch), self.added, self.columns), first_row)
-
-    def merge(self, a, b):
-        return self.inner.merge(a, b)
-
-
-@dataclass
-class SplitTask:
-    """Runs ``inner`` twice per pass: on the rows whose ``flag`` column is false, and on the others."""
-
-    inner: object
-    flag: str
-
-    def new_state(self):
-        return self.inner.new_state(), self.inner.new_state()
-
-    def update(self, state, batch: pa.RecordBatch, first_row: int):
-        mask = batch.column(self.flag).to_numpy(zero_copy_only=False).astype(bool)
-        right, wrong = state
-        if (~mask).any():
-            right = self.inner.update(right, batch.filter(pa.array(~mask)), first_row)
-        if mask.any():
-            wrong = self.inner.update(wrong, batch.filter(pa.array(mask)), first_row)
-        return right, wrong
-
-    def merge(self, a, b):
-        return self.inner.merge(a[0], b[0]), self.inner.merge(a[1], b[1])
 
 
 def _scaled(counts: BayesCounts, s: float) -> BayesCounts:

@@ -51,6 +51,9 @@ class Source:
     # Whether a pass reads the next unit ahead in a thread: worth it where reading costs (files,
     # servers), not for rows already in memory, where the thread's start is the pass's main cost.
     reads_ahead = True
+    # Whether fold() runs the task in parts away from the caller (a Dask cluster, or Dask's
+    # threads): a task must then hold nothing the caller reads afterwards (kept rows, a spill).
+    folds_elsewhere = False
 
     # -- to implement -------------------------------------------------
     @property

@@ -99,6 +99,7 @@ class DaskSource(Source):
 
     #: A pass runs where the rows live: sources derived from this one delegate to :meth:`fold`.
     distributed = True
+    folds_elsewhere = True
 
     def __post_init__(self):
         if self.client is not None and self.scheduler is not None:

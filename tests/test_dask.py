@@ -396,6 +396,40 @@ def test_naive_bayes_and_boosting_fit_on_a_dask_dataframe(data):
     assert np.array_equal(ab_dask.predict(data), ab_local.predict(data))
 
 
+def _adaboost_equals_local(data, source, local):
+    ab = AdaBoostClassifier(estimator=DecisionTreeClassifier(max_depth=3), n_estimators=3).fit(source,
+                                                                                              target="class")
+    assert ab.n_passes_per_round_ == local.n_passes_per_round_ == [1, 1, 1] and ab.n_passes_ == local.n_passes_ == 4
+    for a, b in zip(local.estimators_, ab.estimators_, strict=True):  # boosting weights are fractions
+        assert np.array_equal(a.feature, b.feature) and np.array_equal(a.threshold, b.threshold)
+        np.testing.assert_allclose(b.value, a.value, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(ab.estimator_weights_, local.estimator_weights_, rtol=1e-9)
+    assert np.array_equal(ab.predict(data), local.predict(data))
+
+
+@pytest.fixture(scope="module")
+def adaboost_local(data):
+    return AdaBoostClassifier(estimator=DecisionTreeClassifier(max_depth=3), n_estimators=3).fit(data, target="class")
+
+
+def test_adaboost_rounds_keep_their_weighted_rows_on_the_workers(data, adaboost_local):
+    """AdaBoost of depth-3 trees on Dask: each round's first growth pass weighs and encodes the rows
+    where the partitions are read and keeps them there, its later levels count them there (a pass a
+    round, as in one process, where the rows are kept in memory); the trees are the local ones.
+    (The rounds' kept rows were once filled on the workers' copies of the task, and the trees
+    differed.)"""
+    for source in (DaskSource(data), dd.read_parquet(data)):
+        _adaboost_equals_local(data, source, adaboost_local)
+    assert _held_nowhere()
+
+
+@pytest.mark.cluster
+def test_adaboost_rounds_on_worker_processes(data, adaboost_local, cluster):
+    with DaskSource(data, scheduler=cluster.address) as source:
+        _adaboost_equals_local(data, source, adaboost_local)
+        assert not any(source.client.run(dask_store.held).values())
+
+
 @pytest.mark.cluster
 def test_predict_on_a_dask_dataframe_is_lazy(data, cluster):
     clf = _fit(data)
