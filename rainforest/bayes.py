@@ -23,12 +23,13 @@ from .dask_predict import lazy_on_dask
 from .errors import DataError
 from .base import Classifier
 from .inputs import feature_tables
-from .model_file import BAYES_FORMAT, BAYES_VERSION, params_from_json, plain, register_reader, write_model
+from .model_file import BAYES_FORMAT, BAYES_VERSION, params_from_json, register_reader, write_model
 from .constraints import NAIVE_BAYES_PARAMS
 from .model_check import check_document
 from .profile import ProfileTask
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes, check_weight_total,
                      numeric_values)
+from .tree import plain_value
 
 #: the naive Bayes part of a model file (also embedded, once per round, in a boosted model)
 
@@ -302,16 +303,16 @@ class NaiveBayesClassifier(Classifier):
             c = self._counts
             d["counts"] = {
                 "n_rows": int(c.n_rows),
-                "class_weight": [[plain(k), float(w)] for k, w in c.class_weight.items()],
-                "categories": [[a, [[plain(k), plain(v), float(w)] for (k, v), w in cnt.items()]]
+                "class_weight": [[plain_value(k), float(w)] for k, w in c.class_weight.items()],
+                "categories": [[a, [[plain_value(k), plain_value(v), float(w)] for (k, v), w in cnt.items()]]
                                for a, cnt in c.categories.items()],
-                "moments": [[a, [[plain(k), *_moments_list(m)] for k, m in per_class.items()]]
+                "moments": [[a, [[plain_value(k), *_moments_list(m)] for k, m in per_class.items()]]
                             for a, per_class in c.moments.items()],
                 "spread": [[a, *_moments_list(m)] for a, m in c.spread.items()]}
             return d
-        d["class_weight"] = [[plain(k), float(w)] for k, w in zip(self.classes_, self.class_count_)]
+        d["class_weight"] = [[plain_value(k), float(w)] for k, w in zip(self.classes_, self.class_count_)]
         d["attributes"] = [{"name": a.name, "kind": int(a.kind), "counts": table.tolist(),
-                            "values": [plain(v) for v in a.categories] if a.kind == CATEGORICAL
+                            "values": [plain_value(v) for v in a.categories] if a.kind == CATEGORICAL
                             else [float(x) for x in a.cuts]}
                            for a, table in zip(self._schema.attributes, self.category_count_)]
         return d
@@ -433,7 +434,7 @@ def _counts_from_dict(d: dict) -> BayesCounts:
 def _with_classes(counts: BayesCounts, classes) -> BayesCounts:
     """``counts`` holding every class of ``classes`` (zero weight for those not seen); a class seen
     but not listed is a DataError."""
-    listed = [plain(c) for c in np.asarray(classes).tolist()]
+    listed = [plain_value(c) for c in np.asarray(classes).tolist()]
     unknown = [c for c in counts.class_weight if c not in listed]
     if unknown:
         raise DataError(f"partial_fit saw class {unknown[0]!r}, which is not in classes={listed!r}")

@@ -31,11 +31,11 @@ from .estimators import DecisionTreeClassifier
 from .grow import grow_tree
 from .inputs import feature_tables
 from .model_file import (BOOSTING_BASES, BOOSTING_FORMAT, BOOSTING_VERSION, CLASSES, jsonable_params,
-                         params_from_json, plain, register_reader, write_model)
+                         params_from_json, register_reader, write_model)
 from .constraints import ADABOOST_PARAMS
 from .model_check import check_document
 from .schema import Label, numeric_values
-from .tree import Tree
+from .tree import Tree, plain_value
 from .tree_setup import batch_size_for, grow_params, profile_pass
 
 BOOST_WEIGHT = "__boost_weight__"
@@ -288,7 +288,7 @@ class AdaBoostClassifier(Classifier):
         learners = [e.model_dict() if isinstance(e, NaiveBayesClassifier) else e.to_dict() for e in self.estimators_]
         boosting = {"format": BOOSTING_FORMAT, "version": BOOSTING_VERSION, "target": self.target_,
                     "features": [str(f) for f in self.feature_names_in_],
-                    "classes": [plain(c) for c in self.classes_],
+                    "classes": [plain_value(c) for c in self.classes_],
                     "learner": "naive_bayes" if isinstance(self.estimators_[0], NaiveBayesClassifier) else "tree",
                     "learners": learners, "weights": [float(a) for a in self.estimator_weights_],
                     "errors": [float(e) for e in self.estimator_errors_],

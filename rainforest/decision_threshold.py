@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .metrics import positive_index, predicted_index, roc_from_counts
+from .tree import plain_value
 
 
 @dataclass
@@ -67,7 +68,7 @@ def choose_threshold(estimator, X, y=None, *, target=None, sample_weight=None, o
     pos = positive_index(estimator.classes_, pos_label)
     label = estimator.classes_[pos]
     ev = evaluate(estimator, X, y, target=target, sample_weight=sample_weight, pos_label=label, batch_size=batch_size)
-    c = ev.curves[label.item() if isinstance(label, np.generic) else label]
+    c = ev.curves[plain_value(label)]
     fpr, tpr, thresholds = roc_from_counts(c.scores, c.positives, c.totals, drop_intermediate=False)
     p, n = c.positives.sum(), c.totals.sum() - c.positives.sum()
     tp, fp = np.nan_to_num(tpr) * p, np.nan_to_num(fpr) * n

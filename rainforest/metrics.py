@@ -152,7 +152,6 @@ def _sort_key(v):
     return (isinstance(v, str), v)
 
 
-
 def predicted_index(proba: np.ndarray, threshold: float | None, pos_index: int) -> np.ndarray:
     """The predicted class index of each row: the most probable (the first on ties), or, with a
     ``threshold`` (two classes), ``pos_index`` when its probability reaches the threshold."""

@@ -20,6 +20,7 @@ import numpy as np
 
 from .atomic import write_atomic
 from .errors import ModelError
+from .tree import plain_value
 
 MODEL_FORMAT = "rainforest.model"
 MODEL_VERSION = 1
@@ -137,9 +138,9 @@ def jsonable_params(params: dict) -> dict:
     if "ccp_alpha" in out:  # inf (prune to the root) is legal, and JSON has no infinity
         out["ccp_alpha"] = json_number(out["ccp_alpha"])
     if isinstance(out.get("class_weight"), dict):
-        out["class_weight"] = {"pairs": [[plain(k), float(v)] for k, v in out["class_weight"].items()]}
+        out["class_weight"] = {"pairs": [[plain_value(k), float(v)] for k, v in out["class_weight"].items()]}
     if isinstance(out.get("categorical_features"), (list, tuple, np.ndarray)):
-        out["categorical_features"] = [plain(c) for c in out["categorical_features"]]
+        out["categorical_features"] = [plain_value(c) for c in out["categorical_features"]]
     return out
 
 
@@ -152,11 +153,6 @@ def params_from_json(params: dict) -> dict:
     if isinstance(out.get("class_weight"), dict):
         out["class_weight"] = {k: v for k, v in out["class_weight"]["pairs"]}
     return out
-
-
-def plain(v):
-    """A NumPy scalar as the Python value JSON can hold."""
-    return v.item() if isinstance(v, np.generic) else v
 
 
 def json_number(x):

@@ -467,7 +467,6 @@ def onnx_feed(onnx_model, X) -> dict:
     return feed
 
 
-
 def _version() -> str:
     from . import __version__
     return __version__
