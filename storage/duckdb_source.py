@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from .base import Source, SourceError
 from .parquet import expand_paths, first_line
-from .sql import ROW_ID, SOURCE_VIEW, SqlSource, qualified, quote_ident, quote_text
+from .sql import ROW_ID, SOURCE_VIEW, SqlSource, qualified, query_snippet, quote_ident, quote_text
 
 
 def _duckdb_error(exc: Exception, what: str) -> SourceError:
@@ -101,8 +101,7 @@ class DuckDBSource(SqlSource):
         if self.relation_ is not None:
             return "a DuckDB relation"
         if self.query is not None:
-            q = " ".join(self.query.split())
-            return f"the DuckDB query {q[:60] + ('...' if len(q) > 60 else '')!r}"
+            return f"the DuckDB query {query_snippet(self.query)}"
         if self.table is not None:
             where = f" of {os.fspath(self.database)!r}" if self.database is not None else ""
             return f"the DuckDB table {qualified(self.table)}{where}"
@@ -147,14 +146,12 @@ class DuckDBSource(SqlSource):
                 f"{' '.join(offsets)} END AS {quote_ident(ROW_ID)} FROM read_parquet([{files}], filename = true, "
                 f"file_row_number = true, hive_partitioning = {'true' if self.hive_partitioning else 'false'})) AS src")
 
-    def _row_id_sql(self) -> str:
-        if self.row_id is not None:
-            return f"CAST({quote_ident(self.row_id)} AS BIGINT)"
+    def _native_row_id(self) -> str | None:
         if self.parquet is not None:
             return quote_ident(ROW_ID)
         if self.table is not None and self._has_rowid():
             return "rowid"
-        return "(row_number() OVER () - 1)"
+        return None
 
     def _has_rowid(self) -> bool:
         try:

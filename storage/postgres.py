@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from .base import SourceError
 from .parquet import first_line
-from .sql import SqlSource, qualified, quote_ident
+from .sql import SqlSource, qualified, query_snippet, quote_ident
 
 log = logging.getLogger("rainforest")
 
@@ -126,8 +126,7 @@ class PostgresSource(SqlSource):
     def description(self) -> str:
         if self.table is not None:
             return f"the PostgreSQL table {qualified(self.table)} at {_safe_url(self._dsn)}"
-        q = " ".join(self.query.split())
-        return f"the PostgreSQL query {q[:60] + ('...' if len(q) > 60 else '')!r}"
+        return f"the PostgreSQL query {query_snippet(self.query)}"
 
     @property
     def schema(self) -> pa.Schema:
@@ -157,11 +156,6 @@ class PostgresSource(SqlSource):
 
     def _from_sql(self) -> str:
         return qualified(self.table) if self.table is not None else f"({self.query}) AS src"
-
-    def _row_id_sql(self) -> str:
-        if self.row_id is not None:
-            return f"CAST({quote_ident(self.row_id)} AS BIGINT)"
-        return "(row_number() OVER () - 1)"
 
     def _select_column(self, name: str) -> str:
         c = quote_ident(name)

@@ -199,11 +199,19 @@ class SqlSource(Source):
     def _select_column(self, name: str) -> str:
         return quote_ident(name)
 
+    def _row_id_sql(self) -> str:
+        """A row's identity in SQL (see the module notes): the ``row_id`` column, else the engine's own
+        (:meth:`_native_row_id`), else the row's position in the scan."""
+        if self.row_id is not None:
+            return f"CAST({quote_ident(self.row_id)} AS BIGINT)"
+        return self._native_row_id() or "(row_number() OVER () - 1)"
+
+    def _native_row_id(self) -> str | None:
+        """The engine's stable identity of a row of this relation, if it has one."""
+        return None
+
     # engine specific
     def _from_sql(self) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _row_id_sql(self) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _auto_transfer(self) -> tuple[str, str]:  # pragma: no cover - abstract
@@ -215,6 +223,12 @@ class SqlSource(Source):
 
     def _stream(self, sql: str, batch_size: int) -> Iterator[pa.RecordBatch]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def query_snippet(query: str) -> str:
+    """SQL text shortened for messages: its whitespace collapsed, the first 60 characters, quoted."""
+    q = " ".join(query.split())
+    return repr(q[:60] + ("..." if len(q) > 60 else ""))
 
 
 def _as_type(values: pa.Array, typ: pa.DataType) -> pa.Array:
