@@ -24,9 +24,7 @@ import numpy as np
 from rainforest.criteria import impurity, score_binary, search_node, two_way
 from rainforest.rules import branch_totals
 from rainforest.schema import CATEGORICAL, NUMERIC, Attribute
-
-MAX_CORNER_CLASSES = 16  # a bucket mixing more classes than this is not bounded (the node fails)
-
+from rainforest.split_bounds import box_bound, tolerance
 
 @dataclass
 class ExactSplit:
@@ -40,37 +38,6 @@ class ExactSplit:
     cat_branch: list | None  # categorical: the Tree's table (categories, then unseen -> majority)
     slot_branch: np.ndarray | None  # categorical: branch per code, missing last
     child_value: np.ndarray  # (2, classes)
-
-
-@numba.njit(cache=True)
-def _box_bound(L, C, total, wn, parent_imp, criterion):
-    """The best score over the box ``[L, L + C]`` of left class counts: the best corner."""
-    n_classes = L.shape[0]
-    cls = np.empty(n_classes, np.int64)
-    m = 0
-    for c in range(n_classes):
-        if C[c] > 0:
-            cls[m] = c
-            m += 1
-    if m > MAX_CORNER_CLASSES:
-        return np.inf
-    best = -np.inf
-    Lc = np.empty(n_classes)
-    R = np.empty(n_classes)
-    for mask in range(1 << m):
-        for c in range(n_classes):
-            Lc[c] = L[c]
-        for j in range(m):
-            if (mask >> j) & 1:
-                Lc[cls[j]] += C[cls[j]]
-        wl = 0.0
-        for c in range(n_classes):
-            R[c] = total[c] - Lc[c]
-            wl += Lc[c]
-        score = score_binary(Lc, R, wl, wn - wl, wn, parent_imp, criterion)
-        if score > best:
-            best = score
-    return best
 
 
 @numba.njit(cache=True)
@@ -105,7 +72,7 @@ def numeric_threat(block, vmin, vmax, lo, m, n_classes, total, n_total, wn, pare
             if ns <= 0:
                 continue
             if s != skip_slot and vmin[lo + s] < vmax[lo + s]:
-                if _box_bound(L, C, total, wn, parent_imp, criterion) >= target - tol:
+                if box_bound(L, C, total, wn, parent_imp, criterion) >= target - tol:
                     return True
             for c in range(n_classes):
                 L[c] += C[c]
@@ -170,7 +137,7 @@ def node_split(block, vmin, vmax, offsets, schema, f, interval_slot, stats, held
         n_below = float(below.sum())
         if numeric_threat(own, vmin[lo:hi], vmax[lo:hi], 0, hi - lo - 1, n_classes, total, total.sum(), total.sum(),
                           _parent_impurity(total, criterion), criterion, float(min_leaf), split.score,
-                          _tolerance(split.score), True, int(interval_slot), n_below, n_below + held_present.sum(),
+                          tolerance(split.score), True, int(interval_slot), n_below, n_below + held_present.sum(),
                           True):
             return f"attribute {attr.name!r} may split better outside its interval"
     else:
@@ -193,7 +160,7 @@ def _others_threat(block, vmin, vmax, offsets, schema, f, total, target, criteri
     n_classes = block.shape[1]
     wn = total.sum()
     parent_imp = _parent_impurity(total, criterion)
-    tol = _tolerance(target)
+    tol = tolerance(target)
     for a, attr in enumerate(schema.attributes):
         if a == f:
             continue
@@ -212,8 +179,3 @@ def _others_threat(block, vmin, vmax, offsets, schema, f, total, target, criteri
 
 def _parent_impurity(total: np.ndarray, criterion: int) -> float:
     return float(impurity(total, total.sum(), criterion))
-
-
-def _tolerance(score: float) -> float:
-    """Slack for the corner bounds, which are computed in floating point like the scores they bound."""
-    return 1e-9 * abs(score) + 1e-12

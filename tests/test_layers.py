@@ -27,10 +27,11 @@ LAYER_NAMES = {STORAGE: "storage", ENGINE: "engine", LEARNERS: "learners", CLI: 
 # storage and BOAT packages by prefix.
 ENGINE_MODULES = ["atomic", "avc", "bayes_counts", "bootstrap", "budget", "categorical_splits",
                   "combinations", "compact", "constraints", "counting", "cost_complexity", "criteria", "dask_predict",
+                  "exact_bins",
                   "datasets", "errors", "forest_grow", "forest_kernels", "forest_oob", "forest_passes",
                   "forest_rows", "grow", "in_bag", "inputs", "meter", "model_fields", "nodes", "outputs",
                   "params", "partition", "plan", "profile", "profile_data", "pruning", "pushdown", "rowhash", "rows",
-                  "rules", "schema", "signals", "spill", "split_scores", "sql", "subtree", "supply",
+                  "rules", "schema", "signals", "spill", "split_bounds", "split_scores", "sql", "subtree", "supply",
                   "threads", "tree", "tree_check", "tree_setup"]
 LEARNER_MODULES = ["base", "bayes", "boosted_source", "boosting", "class_resampling", "classifier_metrics",
                    "decision_threshold", "dot", "estimators", "evaluation", "forest", "forest_file",

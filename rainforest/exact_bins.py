@@ -1,0 +1,223 @@
+"""Exact splits from binned counts plus the rows of a few candidate bins (CLOUDS's idea).
+
+Exact mode must find, node for node, the threshold scikit-learn finds between two adjacent
+values present at the node.  Counting one slot per distinct value makes its AVC-groups and its
+profile follow the data's distinct values; here a numeric attribute is counted in bins instead,
+with each bin's smallest and largest value at the node (``vmin``, ``vmax``), and the exact search
+runs in three steps:
+
+1. the search over the bins (:func:`rainforest.criteria.best_splits`) scores every split at a
+   bin boundary exactly (its threshold is the midpoint of the values either side: the largest
+   of the last bin left, the smallest of the first bin right) and gives each node its *target*,
+   the best of them;
+2. a split inside a bin can only beat the target if the bin's corner bound
+   (:func:`rainforest.split_bounds.box_bound`) reaches it: those bins, and only those, are
+   *candidates* (:func:`candidate_mask`), whose rows the caller gathers (value, class, weight);
+3. each node's AVC-group is *refined*: a candidate bin becomes one slot per distinct value its
+   gathered rows hold, in value order, the other bins stay one slot (:func:`refine`); the same
+   search over the refined groups (:func:`refined_splits`) then sees every split that can win,
+   in the same order and with the same counts as the search over one slot per distinct value
+   (a bin left whole only hides splits that score below the winner), so it chooses the same
+   split.  With unit weights the counts are integers and the scores the same floats.
+
+Categorical attributes are counted per category as before and pass through unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .criteria import best_splits, node_totals
+from .schema import NUMERIC
+from .split_bounds import candidate_bins, tolerance
+
+
+@numba.njit(cache=True, nogil=True)
+def _mark(block, node_start, offsets, kinds, vmin, vmax, n_classes, has_count, criterion, lead, targets, out):
+    """:func:`rainforest.split_bounds.candidate_bins` of every (node, numeric attribute) pair: ``out``
+    (a flag per node and slot) marks the candidate bins; returns how many there are."""
+    marked = 0
+    for k in range(node_start.shape[0] - 1):
+        block_k = block[node_start[k]:node_start[k + 1]]
+        total, n_total, wn, parent_imp = node_totals(block_k, offsets, lead, n_classes, has_count, criterion)
+        target = targets[k]
+        tol = tolerance(target) if target != -np.inf else 0.0
+        for a in range(kinds.shape[0]):
+            if kinds[a] != 0:
+                continue
+            lo = offsets[a]
+            m = offsets[a + 1] - lo - 1
+            marked += candidate_bins(block_k, vmin[k, lo:lo + m], vmax[k, lo:lo + m], lo, m, n_classes, has_count,
+                                     total, wn, parent_imp, criterion, target, tol, out[k, lo:lo + m])
+    return marked
+
+
+def candidate_mask(avc: np.ndarray, vmin: np.ndarray, vmax: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
+                   n_classes: int, weighted: bool, criterion: int, targets: np.ndarray, lead: int = 0) -> np.ndarray:
+    """The candidate bins of ``k`` nodes: a ``(k, n_slots)`` flag per node and slot of their binned
+    AVC-groups ``avc`` (``(k, n_slots, n_channels)``, attributes at ``offsets``), set for the bins of
+    numeric attributes that hold two or more values at the node and whose corner bound reaches the
+    node's ``targets[k]`` (the best boundary split's score; ``-inf`` marks every such bin).
+
+    ``vmin`` / ``vmax`` (``(k, n_slots)``) hold each bin's smallest and largest value at the node."""
+    k, n_slots, n_channels = avc.shape
+    out = np.zeros((k, n_slots), np.bool_)
+    if k:
+        _mark(np.ascontiguousarray(avc).reshape(k * n_slots, n_channels), np.arange(k + 1, dtype=np.int64) * n_slots,
+              offsets, kinds, vmin, vmax, n_classes, weighted, criterion, lead,
+              np.asarray(targets, np.float64), out)
+    return out
+
+
+@dataclass
+class Gathered:
+    """Rows of candidate bins, in row order: the node (its index among the refined nodes), the
+    attribute and bin (AVC-group slot) they were counted in, their value, class and weight (empty:
+    unit weights)."""
+
+    node: np.ndarray
+    slot: np.ndarray
+    value: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+
+@dataclass
+class Refined:
+    """AVC-groups with their candidate bins expanded into one slot per distinct value.
+
+    Node ``k``'s group is ``block[node_start[k]:node_start[k + 1]]``, its attributes at
+    ``node_offsets[k]``; a slot's values run from ``low[i]`` to ``high[i]`` (one value for an
+    expanded slot, the bin's range for a whole bin; NaN for categories and missing slots) and it
+    came from the binned group's slot ``origin[i]`` (the attribute's own slot numbering)."""
+
+    block: np.ndarray
+    node_start: np.ndarray
+    node_offsets: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    origin: np.ndarray
+
+    def widths(self) -> np.ndarray:
+        """Each node's widest attribute (slots), the room its winning attribute's branches need."""
+        return np.diff(self.node_offsets, axis=1).max(axis=1) if len(self.node_offsets) else np.zeros(0, np.int64)
+
+
+def refine(avc: np.ndarray, vmin: np.ndarray, vmax: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
+           candidates: np.ndarray, rows: Gathered, weighted: bool) -> Refined:
+    """The refined AVC-groups of ``k`` nodes (see :class:`Refined`) from their binned groups ``avc``
+    (``(k, n_slots, n_channels)``), bin ranges ``vmin`` / ``vmax``, ``candidates`` (from
+    :func:`candidate_mask`) and the candidate bins' gathered ``rows``.  An expanded slot's counts
+    are its rows' weights added in row order, as a slot per distinct value would hold them."""
+    k, n_slots, n_channels = avc.shape
+    n_classes = n_channels - (1 if weighted else 0)
+    # the gathered rows grouped by (node, slot), then value; a stable sort keeps row order within a value
+    order = np.lexsort((rows.value, rows.slot, rows.node))
+    g_node, g_slot, g_value = rows.node[order], rows.slot[order], rows.value[order]
+    new = np.ones(len(order), np.bool_)
+    new[1:] = (g_node[1:] != g_node[:-1]) | (g_slot[1:] != g_slot[:-1]) | (g_value[1:] != g_value[:-1])
+    run = np.cumsum(new) - 1  # each row's distinct (node, slot, value)
+    first = np.flatnonzero(new)
+    n_values = np.zeros((k, n_slots), np.int64)
+    np.add.at(n_values, (g_node[first], g_slot[first]), 1)
+    if np.any(n_values[~candidates]) or np.any(n_values[candidates] == 0):
+        raise ValueError("gathered rows do not match the candidate bins")
+    size = np.where(candidates, n_values, 1)
+    pos = np.zeros((k, n_slots + 1), np.int64)  # each binned slot's first refined slot, per node
+    np.cumsum(size, axis=1, out=pos[:, 1:])
+    node_offsets = pos[:, offsets]
+    node_start = np.zeros(k + 1, np.int64)
+    np.cumsum(pos[:, -1], out=node_start[1:])
+    at = node_start[:-1, None] + pos[:, :-1]  # the refined position of every binned slot
+    block = np.zeros((int(node_start[-1]), n_channels))
+    low = np.full(len(block), np.nan)
+    high = np.full(len(block), np.nan)
+    origin = np.empty(len(block), np.int64)
+    whole = ~candidates
+    block[at[whole]] = avc[whole]
+    numeric = np.zeros(n_slots, np.bool_)
+    for a in np.flatnonzero(np.asarray(kinds) == NUMERIC):
+        numeric[offsets[a]:offsets[a + 1] - 1] = True
+    bins = whole & numeric[None, :]
+    low[at[bins]], high[at[bins]] = vmin[bins], vmax[bins]
+    own = np.arange(n_slots) - offsets[np.searchsorted(offsets, np.arange(n_slots), side="right") - 1]
+    origin[at.ravel()] = np.tile(own, k)
+    # expanded slots: a bin's j-th distinct value goes j slots after the bin's first
+    group_new = new[first].copy()
+    if len(first):
+        group_new[1:] = (g_node[first][1:] != g_node[first][:-1]) | (g_slot[first][1:] != g_slot[first][:-1])
+    group_first = np.flatnonzero(group_new)
+    distinct_rank = np.arange(len(first)) - np.repeat(group_first, np.diff(np.append(group_first, len(first))))
+    target = at[g_node[first], g_slot[first]] + distinct_rank  # each distinct value's refined slot
+    low[target] = high[target] = g_value[first]
+    origin[target] = own[g_slot[first]]
+    row_target = target[run]
+    cells = block.reshape(-1)
+    y = rows.y[order].astype(np.int64)
+    if weighted:
+        w = rows.w[order]
+        np.add.at(cells, row_target * n_channels + y, w)
+        np.add.at(cells, row_target * n_channels + n_classes, 1.0)
+    else:
+        np.add.at(cells, row_target * n_channels + y, 1.0)
+    return Refined(block, node_start, node_offsets, low, high, origin)
+
+
+@dataclass
+class ExactSplit:
+    """A node's exact split over refined AVC-groups: the attribute (-1: none valid), its score, the
+    threshold of a numeric split (NaN otherwise; ``inf``: every present value left, the missing
+    ones right), the branches of the attribute's refined slots and their number."""
+
+    attribute: int
+    score: float
+    threshold: float
+    n_branches: int
+    branches: np.ndarray
+
+
+def refined_splits(refined: Refined, kinds: np.ndarray, n_classes: int, weighted: bool, criterion: int,
+                   multiway: bool, min_leaf: float, min_weight: float, max_exhaustive: int,
+                   lead: int = 0) -> list[ExactSplit]:
+    """Every refined node's best split (:func:`rainforest.criteria.best_splits` over :func:`refine`'s
+    groups), numeric thresholds taken as scikit-learn takes them: the midpoint of the largest value
+    going left and the smallest going right (the left one where the midpoint rounds to the right)."""
+    attr, score, left, right, inf_thr, n_branches, branches, branch_start = best_splits(
+        refined.block, refined.node_start, refined.node_offsets, kinds, n_classes, weighted, criterion, multiway,
+        min_leaf, min_weight, max_exhaustive, refined.widths(), lead)
+    out = []
+    for k in range(len(attr)):
+        a = int(attr[k])
+        br = branches[branch_start[k]:branch_start[k + 1]]
+        threshold = np.nan
+        if a >= 0 and kinds[a] == NUMERIC:
+            if inf_thr[k]:
+                threshold = np.inf
+            else:
+                base = refined.node_start[k] + refined.node_offsets[k, a]
+                lo_v, hi_v = float(refined.high[base + left[k]]), float(refined.low[base + right[k]])
+                t = lo_v / 2.0 + hi_v / 2.0
+                threshold = lo_v if t == hi_v else t
+        out.append(ExactSplit(a, float(score[k]), threshold, int(n_branches[k]) if a >= 0 else 0, br))
+    return out
+
+
+def boundary_targets(avc: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, n_classes: int, weighted: bool,
+                     criterion: int, multiway: bool, min_leaf: float, min_weight: float, max_exhaustive: int,
+                     lead: int = 0) -> np.ndarray:
+    """Each node's best score over its binned AVC-group (splits at bin boundaries, and categorical
+    splits), ``-inf`` where none is valid: the target its candidate bins must reach."""
+    k, n_slots, n_channels = avc.shape
+    starts = np.arange(k + 1, dtype=np.int64) * n_slots
+    _, score, *_ = best_splits(np.ascontiguousarray(avc).reshape(k * n_slots, n_channels), starts,
+                               np.tile(offsets, (k, 1)), kinds, n_classes, weighted, criterion, multiway, min_leaf,
+                               min_weight, max_exhaustive, int(np.diff(offsets).max()), lead)
+    return score
+
+
+__all__ = ["Gathered", "Refined", "ExactSplit", "boundary_targets", "candidate_mask", "refine", "refined_splits"]
