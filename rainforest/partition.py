@@ -25,7 +25,8 @@ def cut_blocks(spans, block):
         first_task[g + 1] = first_task[g] + max(1, -(-spans[g] // block))
     task_group = np.empty(first_task[n_groups], np.int64)
     for g in range(n_groups):
-        task_group[first_task[g]:first_task[g + 1]] = g
+        for t in range(first_task[g], first_task[g + 1]):  # a loop: a slice assignment compiles numpy's setitem
+            task_group[t] = g
     return first_task, task_group
 
 
