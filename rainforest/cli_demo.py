@@ -11,7 +11,7 @@ from .cli_io import format_seconds, peak_rss_mb, print_lines
 
 
 def cmd_demo(args) -> int:
-    from . import DecisionTreeClassifier
+    from . import DecisionTreeClassifier, warm_up
     from .datasets import write_agrawal_parquet
 
     n_train = int(round(args.rows * 0.8))
@@ -23,6 +23,7 @@ def cmd_demo(args) -> int:
             raise FileExistsError(f"--keep {root!r} exists and is not a folder")
     else:
         temp = root = tempfile.mkdtemp(prefix="rainforest-demo-")
+    compiling = warm_up.start(categorical=False)  # the demo's attributes are numeric
     try:
         train_dir, test_dir = os.path.join(root, "train"), os.path.join(root, "test")
         t0 = time.perf_counter()
@@ -44,6 +45,7 @@ def cmd_demo(args) -> int:
         t0 = time.perf_counter()
         DecisionTreeClassifier(**clf.get_params()).fit(train_files[0], target="class")
         warm = time.perf_counter() - t0
+        warm_up.stop(compiling)
         print_lines(f"compiling kernels (first run only, cached afterwards): {format_seconds(warm)}"
                     if warm > 2.0 else f"kernels loaded from Numba's cache: {format_seconds(warm)}")
         print_lines(f"training {clf!r} out of core ...")
@@ -65,6 +67,7 @@ def cmd_demo(args) -> int:
         if temp is None:
             print_lines(f"data kept in:  {root}")
     finally:
+        warm_up.stop(compiling)
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
     return 0
