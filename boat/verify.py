@@ -21,10 +21,11 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from rainforest.criteria import impurity, score_binary, search_node, two_way
+from rainforest.criteria import impurity, search_node, two_way
 from rainforest.rules import branch_totals
 from rainforest.schema import CATEGORICAL, NUMERIC, Attribute
 from rainforest.split_bounds import box_bound, tolerance
+
 
 @dataclass
 class ExactSplit:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rainforest.criteria import CRITERIA, best_splits
+from rainforest.criteria import CRITERIA, best_splits, impurity, score_binary
 from rainforest.exact_bins import Gathered, boundary_targets, candidate_mask, refine, refined_splits
 from rainforest.rules import branch_totals
 from rainforest.schema import CATEGORICAL, NUMERIC
@@ -180,7 +180,6 @@ def test_box_bound_bounds_every_split_inside():
             L = np.floor(total * rng.random(3) * 0.5)
             C = np.floor((total - L) * rng.random(3))
             wn = total.sum()
-            from rainforest.criteria import impurity, score_binary
             parent = impurity(total, wn, 1 if crit == 2 else crit)
             bound = box_bound(L, C, total, wn, parent, crit)
             for _ in range(20):
