@@ -148,7 +148,7 @@ def refine(avc: np.ndarray, vmin: np.ndarray, vmax: np.ndarray, offsets: np.ndar
     own = np.arange(n_slots) - offsets[np.searchsorted(offsets, np.arange(n_slots), side="right") - 1]
     origin[at.ravel()] = np.tile(own, k)
     # expanded slots: a bin's j-th distinct value goes j slots after the bin's first
-    group_new = new[first].copy()
+    group_new = np.ones(len(first), np.bool_)
     if len(first):
         group_new[1:] = (g_node[first][1:] != g_node[first][:-1]) | (g_slot[first][1:] != g_slot[first][:-1])
     group_first = np.flatnonzero(group_new)

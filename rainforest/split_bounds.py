@@ -17,25 +17,12 @@ bound, so comparisons take :func:`tolerance` of slack.
 """
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 
-from .split_scores import ENTROPY, GAIN_RATIO, LN2, impurity, score_binary, slot_rows
+from .split_scores import ENTROPY, GAIN_RATIO, score_binary, slot_rows, split_info
 
 MAX_CORNER_CLASSES = 16  # a bucket mixing more classes has 2**17+ corners: it is not bounded (inf)
-
-
-@numba.njit(cache=True)
-def _split_info(wl, wn):
-    """The split information (bits) of a two-way split leaving weight ``wl`` of ``wn`` on the left."""
-    out = 0.0
-    for wj in (wl, wn - wl):
-        if wj > 0.0:
-            q = wj / wn
-            out -= q * (math.log(q) / LN2)
-    return out
 
 
 @numba.njit(cache=True)
@@ -70,9 +57,8 @@ def box_bound(L, C, total, wn, parent_imp, criterion):
         for c in range(n_classes):
             R[c] = total[c] - Lc[c]
             wl += Lc[c]
-        if gain_ratio:  # the gain alone, as score_binary computes it
-            wr = wn - wl
-            score = parent_imp - (wr / wn * impurity(R, wr, ENTROPY)) - (wl / wn * impurity(Lc, wl, ENTROPY))
+        if gain_ratio:  # the gain alone: the parent's impurity less the entropy proxy's share
+            score = parent_imp + score_binary(Lc, R, wl, wn - wl, wn, parent_imp, ENTROPY) / wn
         else:
             score = score_binary(Lc, R, wl, wn - wl, wn, parent_imp, criterion)
         if score > best:
@@ -80,7 +66,7 @@ def box_bound(L, C, total, wn, parent_imp, criterion):
     if gain_ratio:
         if best <= 0.0:  # a two-way split's information is at most 1 bit: the ratio is at most the gain
             return best
-        least = min(_split_info(w_lo, wn), _split_info(w_lo + w_box, wn))
+        least = min(split_info(w_lo, wn - w_lo, wn), split_info(w_lo + w_box, wn - w_lo - w_box, wn))
         return best / least if least > 0.0 else np.inf
     return best
 

@@ -55,12 +55,19 @@ def score_binary(L, R, wl, wr, wn, parent_imp, criterion):
     if criterion != GAIN_RATIO:
         return -wr * ir - wl * il
     gain = parent_imp - (wr / wn * ir) - (wl / wn * il)
-    split_info = 0.0
+    info = split_info(wl, wr, wn)
+    return gain / info if info > 0.0 else -np.inf
+
+
+@numba.njit(cache=True)
+def split_info(wl, wr, wn):
+    """The split information (bits) of a two-way split leaving weights ``wl`` and ``wr`` of ``wn``."""
+    out = 0.0
     for wj in (wl, wr):
         if wj > 0.0:
             q = wj / wn
-            split_info -= q * (math.log(q) / LN2)
-    return gain / split_info if split_info > 0.0 else -np.inf
+            out -= q * (math.log(q) / LN2)
+    return out
 
 
 @numba.njit(cache=True)
