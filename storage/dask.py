@@ -209,12 +209,8 @@ class DaskSource(Source):
         if client is not None and len(states) == 2:  # see fold(): the last merge here
             folded = merge_folds(task, *self._gather(client, held, states))
         else:
-            level = 0
-            while len(states) > 1:  # pairwise, by partition index, as fold() merges
-                states = [merge(states[j], states[j + 1], f"rainforest-merge-{uid}-{level}-{j // 2}")
-                          for j in range(0, len(states) - 1, 2)] + ([states[-1]] if len(states) % 2 else [])
-                level += 1
-            folded = self._compute([states[0]])[0] if client is None else self._gather(client, held, states)[0]
+            last = merged_pairwise(states, merge, uid)
+            folded = self._compute([last])[0] if client is None else self._gather(client, held, [last])[0]
         self._homes[task.store.id] = [folded.homes.get(i) for i in range(len(lengths))]
         if progress is not None and local is None:
             progress(firsts[-1])
@@ -292,14 +288,9 @@ class DaskSource(Source):
             # pass on a 2-core machine, where a level from kept rows takes 50-100 ms).
             state = _merge_pair(task, *self._compute(states, client))
         else:
-            level = 0
-            while len(states) > 1:  # pairwise, by partition index: the same tree on every run
-                merged = [_delayed(_merge_pair, pure=False)(task_node, states[j], states[j + 1],
-                                                            dask_key_name=f"rainforest-merge-{uid}-{level}-{j // 2}")
-                          for j in range(0, len(states) - 1, 2)]
-                states = merged + ([states[-1]] if len(states) % 2 else [])
-                level += 1
-            state = self._compute([states[0]], client)[0]
+            last = merged_pairwise(states, lambda a, b, key: _delayed(_merge_pair, pure=False)(
+                task_node, a, b, dask_key_name=key), uid)
+            state = self._compute([last], client)[0]
         if progress is not None and local_progress is None:
             progress(first)  # a cluster reports the pass when it is done
         return state
@@ -393,6 +384,18 @@ def _fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, 
     state, rows = fold_batches(task, reader(part, columns, batch_size), first_row, progress)
     check_partition_rows(first_row, rows, n_rows)
     return travelling(task, state)
+
+
+def merged_pairwise(states: list, merge, uid: str):
+    """``states`` merged pairwise by partition index, level by level, ``merge(a, b, key)`` making each
+    merge (a Dask task named ``key``): the same tree on every run, as :meth:`DaskSource.fold` and the
+    row store's passes both need."""
+    level = 0
+    while len(states) > 1:
+        states = [merge(states[j], states[j + 1], f"rainforest-merge-{uid}-{level}-{j // 2}")
+                  for j in range(0, len(states) - 1, 2)] + ([states[-1]] if len(states) % 2 else [])
+        level += 1
+    return states[0]
 
 
 def _fold_partitions(task, reader, parts, columns, batch_size):
