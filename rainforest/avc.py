@@ -13,6 +13,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from .count_bins import CountedSlots, counted_slot, counted_slots
 from .counting import add_row
 from .rows import RowBlock, descend, encode_rows
 from .schema import CATEGORICAL, Schema
@@ -22,8 +23,10 @@ NO_ORDER = np.empty(0, np.int32)  # accumulate's rows are already grouped by nod
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows):
-    """Add each row's weight to ``counts[k, offsets[j] + S[i, attrs[j]], y[i]]`` for the counted
+def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows, shift, missing, n_counted):
+    """Add each row's weight to ``counts[k, offsets[j] + c, y[i]]``, ``c`` the counted slot of
+    ``S[i, attrs[j]]`` (:func:`rainforest.count_bins.counted_slot`, with the per-attribute ``shift``,
+    ``missing`` and ``n_counted`` of a :class:`rainforest.count_bins.CountedSlots`), for the counted
     attributes ``attrs`` (all of them, or a group of them under RF-Vertical).
 
     The rows of the ``k``-th counted node are ``order[starts[k]:ends[k]]`` (``order`` empty: the
@@ -41,14 +44,15 @@ def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows)
     for j in numba.prange(attrs.shape[0]):
         a = np.uint64(attrs[j])
         base = np.uint64(offsets[j])
+        sh, miss, nc = shift[a], missing[a], n_counted[a]
         for k in range(starts.shape[0]):
             node = counts[k].reshape(-1)
             lo = starts[k]
             rows = order[lo:ends[k]]
             for t in range(ends[k] - lo):
                 i = np.uint64(lo + t) if direct else np.uint64(rows[t])
-                add_row(node, (base + np.uint64(S[i, a])) * stride, np.uint64(y[i]), 1.0 if unit else w[i],
-                        count_rows, n_classes)
+                c = counted_slot(np.uint64(S[i, a]), sh, miss, nc)
+                add_row(node, (base + c) * stride, np.uint64(y[i]), 1.0 if unit else w[i], count_rows, n_classes)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -126,6 +130,8 @@ class AvcPass:
     With ``keep_into`` (a :class:`rainforest.rows.KeptRows`; local sources only, like ``spill``) the
     rows reaching the nodes it has groups for are kept too.
     ``spill`` (RF-Write), when set, receives every counted block of rows.
+    ``counted`` (:class:`rainforest.count_bins.CountedSlots`; default: one counted slot per slot) says
+    which attributes are counted in bins of ranks (exact mode's wide numeric ones).
     ``store`` (a :class:`rainforest.storage.dask_store.PartitionStore`), when set, lets a source
     that keeps partitions where they are read (a Dask cluster's workers) keep them encoded
     (:meth:`encode`) and count them again at later passes (:meth:`count_piece`); ``alive`` then marks
@@ -145,11 +151,21 @@ class AvcPass:
     spill: object = None
     store: object = None
     alive: np.ndarray | None = None
+    counted: CountedSlots | None = None
+
+    def __post_init__(self):
+        if self.counted is None:
+            self.counted = counted_slots(self.schema, None)
 
     def group_offsets(self) -> np.ndarray:
         """Offset of each counted attribute's slots in this pass's AVC-groups."""
-        offsets = self.schema.slot_offsets()
+        offsets = self.counted.offsets()
         return np.concatenate([[0], np.cumsum(offsets[self.attrs + 1] - offsets[self.attrs])])
+
+    def _accumulate(self, state: AvcState, S, y, w, order, starts, ends) -> None:
+        c = self.counted
+        accumulate(S, y, w, order, starts, ends, self.attrs, self.group_offsets(), state.counts, self.weighted,
+                   c.shift, c.missing, c.n_counted)
 
     def new_state(self) -> AvcState:
         return AvcState(np.zeros((self.n_nodes, int(self.group_offsets()[-1]), self.n_channels)))
@@ -186,8 +202,7 @@ class AvcPass:
         else:
             descend(rows.S, rows.node, *self.routing)
             order, starts, ends = group_rows(self.node_pos[rows.node], self.n_nodes)  # node_pos is int32
-        accumulate(rows.S, rows.y, rows.w, order, starts, ends, self.attrs, self.group_offsets(), state.counts,
-                   self.weighted)
+        self._accumulate(state, rows.S, rows.y, rows.w, order, starts, ends)
         if self.keep_into is not None:
             self.keep_into.add(rows)
         if self.spill is not None:
@@ -198,8 +213,7 @@ class AvcPass:
         """Count the rows kept in memory (a :class:`rainforest.rows.KeptRows`, grouped by node) at their
         nodes: each node's rows in sequence, with no routing and no index."""
         starts, ends = kept.spans(self.node_pos, self.n_nodes)
-        accumulate(kept.S, kept.y, kept.w, NO_ORDER, starts, ends, self.attrs, self.group_offsets(), state.counts,
-                   self.weighted)
+        self._accumulate(state, kept.S, kept.y, kept.w, NO_ORDER, starts, ends)
         return state
 
     def sql_aggregate(self, relation):

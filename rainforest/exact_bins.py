@@ -35,7 +35,8 @@ from .split_bounds import candidate_bins, tolerance
 
 
 @numba.njit(cache=True, nogil=True)
-def _mark(block, node_start, offsets, kinds, vmin, vmax, n_classes, has_count, criterion, lead, targets, out):
+def _mark(block, node_start, offsets, kinds, vmin, vmax, n_classes, has_count, criterion, lead, targets, adjacent,
+          out):
     """:func:`rainforest.split_bounds.candidate_bins` of every (node, numeric attribute) pair: ``out``
     (a flag per node and slot) marks the candidate bins; returns how many there are."""
     marked = 0
@@ -50,24 +51,31 @@ def _mark(block, node_start, offsets, kinds, vmin, vmax, n_classes, has_count, c
             lo = offsets[a]
             m = offsets[a + 1] - lo - 1
             marked += candidate_bins(block_k, vmin[k, lo:lo + m], vmax[k, lo:lo + m], lo, m, n_classes, has_count,
-                                     total, wn, parent_imp, criterion, target, tol, out[k, lo:lo + m])
+                                     total, wn, parent_imp, criterion, target, tol, adjacent, out[k, lo:lo + m])
     return marked
 
 
-def candidate_mask(avc: np.ndarray, vmin: np.ndarray, vmax: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
-                   n_classes: int, weighted: bool, criterion: int, targets: np.ndarray, lead: int = 0) -> np.ndarray:
+def candidate_mask(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | None, offsets: np.ndarray,
+                   kinds: np.ndarray, n_classes: int, weighted: bool, criterion: int, targets: np.ndarray,
+                   lead: int = 0) -> np.ndarray:
     """The candidate bins of ``k`` nodes: a ``(k, n_slots)`` flag per node and slot of their binned
     AVC-groups ``avc`` (``(k, n_slots, n_channels)``, attributes at ``offsets``), set for the bins of
     numeric attributes that hold two or more values at the node and whose corner bound reaches the
     node's ``targets[k]`` (the best boundary split's score; ``-inf`` marks every such bin).
 
-    ``vmin`` / ``vmax`` (``(k, n_slots)``) hold each bin's smallest and largest value at the node."""
+    ``vmin`` / ``vmax`` (``(k, n_slots)``) hold each bin's smallest and largest value at the node.
+    Without them (None) every non-empty bin may hold two values, and the bins either side of each
+    boundary that scores within :func:`rainforest.split_bounds.tolerance` of the target are marked too,
+    so that the values of marked bins give every threshold the search may choose."""
     k, n_slots, n_channels = avc.shape
     out = np.zeros((k, n_slots), np.bool_)
+    adjacent = vmin is None
+    if adjacent:
+        vmin, vmax = np.full((k, n_slots), -np.inf), np.full((k, n_slots), np.inf)
     if k:
         _mark(np.ascontiguousarray(avc).reshape(k * n_slots, n_channels), np.arange(k + 1, dtype=np.int64) * n_slots,
               offsets, kinds, vmin, vmax, n_classes, weighted, criterion, lead,
-              np.asarray(targets, np.float64), out)
+              np.asarray(targets, np.float64), adjacent, out)
     return out
 
 
@@ -85,6 +93,40 @@ class Gathered:
 
     def __len__(self) -> int:
         return len(self.node)
+
+
+@dataclass
+class ValueCounts:
+    """The AVC-cells of the distinct values in candidate bins: one row per (node, slot, value), sorted
+    and unique, with its class counts (and row count, where weighted) in ``counts``, each cell summed
+    in row order as a slot per distinct value holds it (:func:`sum_rows`,
+    :class:`rainforest.exact_gather.ValuePass`)."""
+
+    node: np.ndarray
+    slot: np.ndarray
+    value: np.ndarray
+    counts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+
+def sum_rows(rows: Gathered, n_channels: int, weighted: bool) -> ValueCounts:
+    """The :class:`ValueCounts` of gathered rows: each row's weight added to its value's cell in row
+    order (a row of weight 0 adds no row count, as :func:`rainforest.counting.add_row`)."""
+    order = np.lexsort((rows.value, rows.slot, rows.node))  # stable: row order within a value
+    node, slot, value = rows.node[order], rows.slot[order], rows.value[order]
+    new = np.ones(len(order), np.bool_)
+    new[1:] = (node[1:] != node[:-1]) | (slot[1:] != slot[:-1]) | (value[1:] != value[:-1])
+    run = np.cumsum(new) - 1
+    first = np.flatnonzero(new)
+    counts = np.zeros((len(first), n_channels))
+    y = rows.y[order].astype(np.int64)
+    w = rows.w[order] if weighted else np.ones(len(order))
+    np.add.at(counts, (run, y), w)
+    if weighted:
+        np.add.at(counts, (run, np.full(len(run), n_channels - 1)), (w != 0).astype(np.float64))
+    return ValueCounts(node[first], slot[first], value[first], counts)
 
 
 @dataclass
@@ -108,23 +150,15 @@ class Refined:
         return np.diff(self.node_offsets, axis=1).max(axis=1) if len(self.node_offsets) else np.zeros(0, np.int64)
 
 
-def refine(avc: np.ndarray, vmin: np.ndarray, vmax: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
-           candidates: np.ndarray, rows: Gathered, weighted: bool) -> Refined:
+def refine(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | None, offsets: np.ndarray,
+           kinds: np.ndarray, candidates: np.ndarray, values: ValueCounts) -> Refined:
     """The refined AVC-groups of ``k`` nodes (see :class:`Refined`) from their binned groups ``avc``
-    (``(k, n_slots, n_channels)``), bin ranges ``vmin`` / ``vmax``, ``candidates`` (from
-    :func:`candidate_mask`) and the candidate bins' gathered ``rows``.  An expanded slot's counts
-    are its rows' weights added in row order, as a slot per distinct value would hold them."""
+    (``(k, n_slots, n_channels)``), bin ranges ``vmin`` / ``vmax`` (None: unknown, NaN in ``low`` and
+    ``high``), ``candidates`` (from :func:`candidate_mask`) and the cells of the candidate bins' values."""
     k, n_slots, n_channels = avc.shape
-    n_classes = n_channels - (1 if weighted else 0)
-    # the gathered rows grouped by (node, slot), then value; a stable sort keeps row order within a value
-    order = np.lexsort((rows.value, rows.slot, rows.node))
-    g_node, g_slot, g_value = rows.node[order], rows.slot[order], rows.value[order]
-    new = np.ones(len(order), np.bool_)
-    new[1:] = (g_node[1:] != g_node[:-1]) | (g_slot[1:] != g_slot[:-1]) | (g_value[1:] != g_value[:-1])
-    run = np.cumsum(new) - 1  # each row's distinct (node, slot, value)
-    first = np.flatnonzero(new)
+    g_node, g_slot = values.node, values.slot
     n_values = np.zeros((k, n_slots), np.int64)
-    np.add.at(n_values, (g_node[first], g_slot[first]), 1)
+    np.add.at(n_values, (g_node, g_slot), 1)
     if np.any(n_values[~candidates]) or np.any(n_values[candidates] == 0):
         raise ValueError("gathered rows do not match the candidate bins")
     size = np.where(candidates, n_values, 1)
@@ -143,28 +177,20 @@ def refine(avc: np.ndarray, vmin: np.ndarray, vmax: np.ndarray, offsets: np.ndar
     numeric = np.zeros(n_slots, np.bool_)
     for a in np.flatnonzero(np.asarray(kinds) == NUMERIC):
         numeric[offsets[a]:offsets[a + 1] - 1] = True
-    bins = whole & numeric[None, :]
-    low[at[bins]], high[at[bins]] = vmin[bins], vmax[bins]
+    if vmin is not None:
+        bins = whole & numeric[None, :]
+        low[at[bins]], high[at[bins]] = vmin[bins], vmax[bins]
     own = np.arange(n_slots) - offsets[np.searchsorted(offsets, np.arange(n_slots), side="right") - 1]
     origin[at.ravel()] = np.tile(own, k)
     # expanded slots: a bin's j-th distinct value goes j slots after the bin's first
-    group_new = np.ones(len(first), np.bool_)
-    if len(first):
-        group_new[1:] = (g_node[first][1:] != g_node[first][:-1]) | (g_slot[first][1:] != g_slot[first][:-1])
+    group_new = np.ones(len(values), np.bool_)
+    group_new[1:] = (g_node[1:] != g_node[:-1]) | (g_slot[1:] != g_slot[:-1])
     group_first = np.flatnonzero(group_new)
-    distinct_rank = np.arange(len(first)) - np.repeat(group_first, np.diff(np.append(group_first, len(first))))
-    target = at[g_node[first], g_slot[first]] + distinct_rank  # each distinct value's refined slot
-    low[target] = high[target] = g_value[first]
-    origin[target] = own[g_slot[first]]
-    row_target = target[run]
-    cells = block.reshape(-1)
-    y = rows.y[order].astype(np.int64)
-    if weighted:
-        w = rows.w[order]
-        np.add.at(cells, row_target * n_channels + y, w)
-        np.add.at(cells, row_target * n_channels + n_classes, 1.0)
-    else:
-        np.add.at(cells, row_target * n_channels + y, 1.0)
+    distinct_rank = np.arange(len(values)) - np.repeat(group_first, np.diff(np.append(group_first, len(values))))
+    target = at[g_node, g_slot] + distinct_rank  # each distinct value's refined slot
+    low[target] = high[target] = values.value
+    origin[target] = own[g_slot]
+    block[target] = values.counts
     return Refined(block, node_start, node_offsets, low, high, origin)
 
 
@@ -220,4 +246,5 @@ def boundary_targets(avc: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, n_
     return score
 
 
-__all__ = ["Gathered", "Refined", "ExactSplit", "boundary_targets", "candidate_mask", "refine", "refined_splits"]
+__all__ = ["Gathered", "ValueCounts", "Refined", "ExactSplit", "boundary_targets", "candidate_mask", "refine",
+           "refined_splits", "sum_rows"]

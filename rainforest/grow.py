@@ -22,7 +22,9 @@ import numpy as np
 
 from .avc import AvcPass
 from .compact import compact_splits, scratch_for, wide_attributes
+from .count_bins import EXACT_BINS, counted_slots
 from .criteria import CRITERIA, best_splits
+from .exact_gather import ValuePass, ValueState, candidate_bins_of, exact_splits
 from .meter import PassMeter  # noqa: F401  (re-exported: the pass meter of growth)
 from .nodes import Nodes
 from .plan import (attribute_groups, families, families_to_pull, group_bytes, lead_of, pack_families,
@@ -50,6 +52,10 @@ class GrowParams:
     vertical: bool = True  # RF-Vertical: count attributes in groups when one AVC-group exceeds the budget
     spill_dir: str | None = None  # where RF-Write's temporary folder is made (tempfile's default)
     compact: bool = True  # exact mode: nodes counted from kept rows get AVC-groups over their own slots
+    # exact mode: numeric attributes with more distinct values than this are counted in as many bins of
+    # ranks, the candidate bins' values gathered by a second read (rainforest/exact_gather.py); 0: one
+    # slot per distinct value
+    exact_bins: int = EXACT_BINS
 
 
 @dataclass
@@ -60,6 +66,9 @@ class GrowStats:
     spill_bytes_read: int = 0  # bytes read from it
     attribute_groups: int = 1  # RF-Vertical: attribute groups counted apart (1: all together)
     kept_rows: int = 0  # RF-Hybrid: rows pulled into memory
+    binned_attributes: int = 0  # exact mode: numeric attributes counted in bins of ranks (count_bins.py)
+    candidate_reads: int = 0  # exact mode: second reads of a chunk's rows for its candidate bins' values
+    candidate_values: int = 0  # exact mode: (node, attribute, value) cells those reads summed
 
     @property
     def n_passes(self) -> int:
@@ -143,12 +152,18 @@ class _Growth:
         self.n_classes = len(schema.label.classes)
         self.weighted = schema.weight is not None or class_weight is not None
         self.n_channels = self.n_classes + (1 if self.weighted else 0)
-        self.offsets = schema.slot_offsets()
+        avc_budget = budget_bytes // 2
+        self.counted = _counted_slots(supply, schema, params, class_weight, self.n_channels, avc_budget)
+        self.binned = self.counted.binned
+        self.offsets = self.counted.offsets()  # of the counted slots in an AVC-group
+        self.slot_offsets = schema.slot_offsets()  # of the slots rows hold: the lead attribute is chosen by them
         self.n_attr = len(schema.attributes)
         self.n_slots = np.array([a.n_slots for a in schema.attributes], np.int64)
-        avc_budget = budget_bytes // 2
-        self.groups = attribute_groups(schema, self.n_channels, avc_budget, params.vertical)
-        self.wide = wide_attributes(schema) if params.compact else np.zeros(self.n_attr, np.int64)
+        self.groups = attribute_groups(schema, self.offsets, self.n_channels, avc_budget, params.vertical)
+        # exact mode's wide attributes are counted in bins of ranks wherever the rows are; only where they
+        # cannot be (SQL aggregates) do nodes counted from memory get compact AVC-groups
+        self.wide = wide_attributes(schema) if params.compact and not self.binned.any() \
+            else np.zeros(self.n_attr, np.int64)
         self.scratch = None  # compact AVC-groups' slot table, made at their first use
         node_bytes = max(group_bytes(self.offsets, g, self.n_channels) for g in self.groups)
         # Histogram subtraction: a split's largest child is its parent's AVC-group minus its siblings',
@@ -158,7 +173,7 @@ class _Growth:
         self.subtract = not self.weighted and len(self.groups) == 1
         self.per_pass = max(1, (avc_budget // 2 if self.subtract else avc_budget) // node_bytes)
         self.parents_cap = avc_budget // 2 // node_bytes if self.subtract else 0
-        self.stats = GrowStats(attribute_groups=len(self.groups))
+        self.stats = GrowStats(attribute_groups=len(self.groups), binned_attributes=int(self.binned.sum()))
         self.local = not getattr(supply.source, "distributed", False)  # spill and keep in place in this process
         self.nodes = Nodes()
         # rows known from profiling let RF-Hybrid pull the root
@@ -207,8 +222,10 @@ class _Growth:
         reads = sum(1 for c in chunks[:n_dense]
                     if any(n not in in_memory for g in c for n in g if n not in self.derived))
         later = any(self.nodes.depth[n] + 1 < self.max_depth for n in self.frontier)
+        # exact mode's bins: each read is followed by one gathering candidate values (exact_gather.py)
+        reads_each = len(self.groups) * (2 if self.binned.any() else 1)
         write = self.params.write and self.local and not pull and not self.spill_refused and (
-            reads * len(self.groups) > 1 or (later and reads and not supply.spilled([])))
+            reads * reads_each > 1 or (later and reads and not supply.spilled([])))
         if write:
             n_rows = sum(self.nodes.n_node_samples[n] for c in chunks[:n_dense] for g in c for n in g
                          if n not in in_memory)
@@ -247,7 +264,7 @@ class _Growth:
         build = [n for n in members if n not in self.derived]
         best: dict[int, tuple] = {}
         for attrs in self.groups:
-            lead = lead_of(attrs, self.offsets)
+            lead = lead_of(attrs, self.slot_offsets)
             avc_all = self._count(level, attrs, build, index_of, len(chunk_derived))
             for d in chunk_derived:
                 parent, siblings = self.derived[d]
@@ -259,11 +276,48 @@ class _Growth:
             del avc_all
             if not self.root_done and self._root_is_leaf(avc, attrs, lead):
                 return None
-            _best_splits(avc, chunk, attrs, lead, self.offsets, self.schema, self.n_classes, self.weighted,
-                         self.crit, self.params, self.min_weight_leaf, best, keep_avc=self.subtract,
-                         copy=len(self.groups) > 1)
+            if self.binned[attrs].any():
+                self._exact_search(level, avc, chunk, attrs, lead, best)
+            else:
+                _best_splits(avc, chunk, attrs, lead, self.offsets, self.schema, self.n_classes, self.weighted,
+                             self.crit, self.params, self.min_weight_leaf, best, keep_avc=self.subtract,
+                             copy=len(self.groups) > 1)
             del avc  # before the next group's counts: one group's AVC-groups at a time
         return chunk, best
+
+    def _exact_search(self, level: _Level, avc: np.ndarray, chunk: list, attrs: np.ndarray, lead: int,
+                      best: dict) -> None:
+        """The exact splits of ``chunk``'s nodes over ``attrs``, some counted in bins of ranks: the bins
+        searched, the candidate bins' values gathered by a second read of the same rows, the refined
+        AVC-groups searched (:mod:`rainforest.exact_gather`)."""
+        group_offsets = np.concatenate([[0], np.cumsum(self.offsets[attrs + 1] - self.offsets[attrs])])
+        kinds, binned = self.schema.kinds[attrs], self.binned[attrs]
+        candidates = candidate_bins_of(avc, group_offsets, kinds, binned, self.n_classes, self.weighted, self.crit,
+                                       self.params, self.min_weight_leaf, lead)
+        node_pos = np.full(len(self.nodes.feature), -1, np.int32)
+        node_pos[chunk] = np.arange(len(chunk))
+        state = ValueState.empty(self.n_channels, self.weighted)
+        for from_memory in (False, True):
+            part = [n for k, n in enumerate(chunk) if (n in self.in_memory) == from_memory and candidates[k].any()]
+            if not part:
+                continue
+            mine = np.full(len(node_pos), -1, np.int32)
+            mine[part] = node_pos[part]
+            task = ValuePass(AvcPass(self.schema, level.routing, mine, len(chunk), self.n_channels, self.class_weight,
+                                     self.weighted, attrs, store=self.supply.store, counted=self.counted), candidates)
+            got, from_data = self.supply.count(task, f"values of {int(candidates.sum())} candidate bin(s)",
+                                               from_memory, part, level.number)
+            level.passes += from_data
+            self.stats.candidate_reads += 1
+            state = task.merge(state, got)  # the parts' nodes differ: no cell is summed twice
+        self.stats.candidate_values += len(state.settle().keys)
+        found = exact_splits(avc, candidates, state.value_counts(candidates.shape[1]), group_offsets, kinds, binned,
+                             self.n_classes, self.weighted, self.crit, self.params, self.min_weight_leaf, lead)
+        for k, node in enumerate(chunk):
+            if found[k] is None:
+                continue
+            score, j, ls, rs, inf, nb, br, block = found[k]
+            _keep(best, node, score, int(attrs[j]), (ls, rs, inf, nb, br, block, avc[k] if self.subtract else None))
 
     def _compact_search(self, chunk: list, rows_in_memory: KeptRows) -> dict:
         if self.scratch is None:
@@ -288,7 +342,7 @@ class _Growth:
             node_pos = np.full(len(nodes.feature), -1, np.int32)
             node_pos[part] = [index_of[n] for n in part]
             task = AvcPass(self.schema, level.routing, node_pos, len(index_of), self.n_channels, self.class_weight,
-                           self.weighted, attrs, store=supply.store)
+                           self.weighted, attrs, store=supply.store, counted=self.counted)
             if supply.store is not None:  # the workers' kept rows: those at a node that no longer grows go
                 task.alive = np.zeros(len(nodes.feature), bool)
                 task.alive[list(level.in_frontier)] = True
@@ -395,6 +449,32 @@ class _Growth:
         return self.nodes.to_tree(self.schema, self.params.criterion, self.n_classes), self.stats
 
 
+def _counted_slots(supply: RowSupply, schema: Schema, params: GrowParams, class_weight: np.ndarray | None,
+                   n_channels: int, avc_budget: int):
+    """What the AVC-groups count (:mod:`rainforest.count_bins`): exact mode's wide numeric attributes in
+    bins of ranks, whose candidate bins' values a second read of each level's rows gathers, where
+    that read is cheap: rows kept in memory, spilled (RF-Write) or kept by the workers.  Where every
+    read is a pass over the source (``algorithm="read"`` or ``"vertical"``), only when one node's
+    AVC-group over one slot per value does not fit the budget (two passes a level, where RF-Vertical
+    takes one per attribute group and RF-Read refuses).  Rows that must stay in a database (SQL,
+    ``transfer="aggregates"``) are counted one slot per value: gathering would stream them out.
+
+    Bins change the order in which a node's weights are added (a bin's sum, then the bins'), which
+    leaves sums of whole numbers as they are but not others: with fractional sample or class weights,
+    exact mode counts one slot per value, so that its trees keep their floats, bit for bit."""
+    source = supply.source
+    fractional = (schema.weight is not None and schema.fractional_weights is not False) or (
+        class_weight is not None and bool(np.any(class_weight != np.floor(class_weight))))
+    if fractional or (getattr(source, "transfer_mode", None) is not None and getattr(source, "distributed", False)):
+        return counted_slots(schema, None)
+    binned = counted_slots(schema, params.exact_bins)
+    if binned.binned.any() and not params.write and not (params.hybrid and getattr(source, "keeps_partitions", False)):
+        dense = counted_slots(schema, None)
+        if group_bytes(dense.offsets(), np.arange(len(schema.attributes)), n_channels) <= avc_budget:
+            return dense
+    return binned
+
+
 def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, crit, params, min_weight_leaf,
                  best, keep_avc, copy):
     """Search the splits of ``chunk``'s nodes over the attribute group ``attrs`` and keep, per node in
@@ -414,13 +494,20 @@ def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, 
         j = int(attr[k])
         if j < 0:
             continue
-        if node in best:
-            held, a = best[node][0], best[node][1]
-            if score[k] < held or (score[k] == held and attrs[j] > a):
-                continue
         lo, hi = group_offsets[j], group_offsets[j + 1]
         br = branches[branch_start[k]:branch_start[k] + hi - lo]
-        best[node] = (score[k], int(attrs[j]), int(left_slot[k]), int(right_slot[k]), bool(inf_thr[k]),
-                      int(n_branches[k]), keep(br), keep(avc[k, lo:hi]), avc[k] if keep_avc else None)
+        _keep(best, node, score[k], int(attrs[j]), (int(left_slot[k]), int(right_slot[k]), bool(inf_thr[k]),
+                                                   int(n_branches[k]), keep(br), keep(avc[k, lo:hi]),
+                                                   avc[k] if keep_avc else None))
+
+
+def _keep(best: dict, node: int, score: float, a: int, split: tuple) -> None:
+    """Keep ``(score, a, *split)`` as ``node``'s best split unless the one held is better: the higher
+    score, the lower attribute index on a tie, as one search over all attributes in order chooses."""
+    if node in best:
+        held, b = best[node][0], best[node][1]
+        if score < held or (score == held and a > b):
+            return
+    best[node] = (score, a, *split)
 
 

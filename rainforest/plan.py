@@ -17,12 +17,13 @@ def group_bytes(offsets: np.ndarray, attrs: np.ndarray, n_channels: int) -> int:
     return int(sizes.sum()) * n_channels * 8 + int(sizes.max()) * 8
 
 
-def attribute_groups(schema: Schema, n_channels: int, avc_budget: int, vertical: bool) -> list[np.ndarray]:
+def attribute_groups(schema: Schema, offsets: np.ndarray, n_channels: int, avc_budget: int,
+                     vertical: bool) -> list[np.ndarray]:
     """The attributes counted together in one pass, in index order: all of them while one node's
     AVC-group fits the AVC budget; else (RF-Vertical) groups that each fit, every one holding the
     attribute with the fewest slots (the *lead*, :func:`lead_of`), whose slots give the node's
-    class totals the same way in every group."""
-    offsets = schema.slot_offsets()
+    class totals the same way in every group.  ``offsets``: each attribute's counted slots in an
+    AVC-group (:meth:`rainforest.count_bins.CountedSlots.offsets`)."""
     everything = np.arange(len(schema.attributes))
     need = group_bytes(offsets, everything, n_channels)
     if need <= avc_budget:

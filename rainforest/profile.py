@@ -53,6 +53,7 @@ class ProfileTask:
                 raise DataError(f"the weight column {self.weight!r} of {self.where} has a bad value "
                                 f"{w[bad][0]!r} at row {first_row + int(np.argmax(bad))} (weights must be finite and >= 0)")
             p.weight_total = (p.weight_total or 0.0) + float(w.sum())
+            p.fractional_weights = bool(p.fractional_weights) or bool(np.any(w != np.floor(w)))
             present = present_rows(w)
             if present is not None:  # the rest is learned from the rows that count
                 batch, rows = batch.filter(pa.array(present)), rows[present]
@@ -171,6 +172,8 @@ class ProfileTask:
         a.n_rows += b.n_rows
         if b.weight_total is not None:
             a.weight_total = (a.weight_total or 0.0) + b.weight_total
+        if b.fractional_weights is not None:
+            a.fractional_weights = bool(a.fractional_weights) or b.fractional_weights
         for v, c in b.label_counts.items():
             a.label_counts[v] = a.label_counts.get(v, 0) + c
         for name, cb in b.columns.items():
@@ -224,7 +227,7 @@ class ProfileTask:
                     cuts = quantile_edges(col[~np.isnan(col)], self.max_bins)
                 attributes.append(Attribute(name, NUMERIC, exact=False, cuts=cuts))
         label = Label(self.target, _sorted_values(p.label_counts, self.target))
-        return Schema(attributes, label, self.weight)
+        return Schema(attributes, label, self.weight, fractional_weights=p.fractional_weights)
 
 
 @numba.njit(cache=True, nogil=True)

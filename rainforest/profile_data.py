@@ -39,6 +39,7 @@ class Profile:
     n_rows: int = 0
     label_counts: dict = field(default_factory=dict)
     weight_total: float | None = None  # the weight column's sum (None: not summed, e.g. pushed down)
+    fractional_weights: bool | None = None  # whether a weight is not a whole number (None: not known)
     columns: dict = field(default_factory=dict)
     # the binning sample: its first ``n_sample`` rows (numeric columns, Fortran order) and their hashes;
     # the buffers are filled in place and pruned in place, so a pass allocates them a few times, not per batch

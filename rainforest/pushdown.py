@@ -154,7 +154,8 @@ def avc_query(task, relation) -> AggregateQuery | None:
         for i, j in enumerate(counted):
             rows = np.flatnonzero(g == i)
             a = schema.attributes[j]
-            slot = group_offsets[i] + _slots(table.column(f"s{j}").take(pa.array(rows)), a, a.n_slots)
+            slot = group_offsets[i] + task.counted.of(j, _slots(table.column(f"s{j}").take(pa.array(rows)), a,
+                                                                a.n_slots))
             np.add.at(state.counts, (pos[rows], slot, y[rows]), w[rows] if task.weighted else n[rows])
             if task.weighted:
                 np.add.at(state.counts, (pos[rows], slot, np.full(len(rows), n_classes)), n[rows])

@@ -206,6 +206,9 @@ class Schema:
     attributes: list[Attribute]
     label: Label | None = None
     weight: str | None = None
+    # whether some weight is not a whole number (the profile's finding; None: not known): sums of such
+    # weights depend on the order they are added in, which exact mode's bins change (grow._counted_slots)
+    fractional_weights: bool | None = field(default=None, repr=False, compare=False)
     _tables: tuple | None = field(default=None, repr=False, compare=False)
     _integer_tables: list | None = field(default=None, repr=False, compare=False)
 

@@ -73,22 +73,39 @@ def box_bound(L, C, total, wn, parent_imp, criterion):
 
 @numba.njit(cache=True)
 def candidate_bins(block, vmin, vmax, lo, m, n_classes, has_count, total, wn, parent_imp, criterion, target, tol,
-                   out):
+                   adjacent, out):
     """Mark in ``out`` (``m`` flags, or-ed in) the bins ``lo .. lo+m-1`` of a numeric attribute's
     AVC-set (missing at ``lo+m``) that hold two or more distinct values (``vmin < vmax``) and whose
     :func:`box_bound` reaches ``target - tol``, with the missing rows on either side as the search
-    places them.  Returns the number marked.  ``target = -inf`` marks every bin of two or more values."""
+    places them.  Returns the number marked.  ``target = -inf`` marks every bin of two or more values.
+
+    With ``adjacent`` (the bins' value ranges are not known: pass ``vmin = -inf``, ``vmax = inf``),
+    the two non-empty bins either side of every bin boundary whose split scores ``target - tol`` or
+    more are marked too, so that the exact threshold of any boundary that may win is found among the
+    values of marked bins."""
     miss = lo + m
     n_miss = slot_rows(block, miss, n_classes, has_count)
     L = np.zeros(n_classes)
     C = np.zeros(n_classes)
+    R = np.zeros(n_classes)
     marked = 0
     for search in range(2 if n_miss > 0 else 1):
         for c in range(n_classes):
             L[c] = block[miss, c] if search == 1 else 0.0
+        before = -1  # the last non-empty bin
         for s in range(m):
             if slot_rows(block, lo + s, n_classes, has_count) <= 0:
                 continue
+            if adjacent and before >= 0:  # the boundary between bins ``before`` and ``s``
+                wl = 0.0
+                for c in range(n_classes):
+                    R[c] = total[c] - L[c]
+                    wl += L[c]
+                if target == -np.inf or score_binary(L, R, wl, wn - wl, wn, parent_imp, criterion) >= target - tol:
+                    for b in (before, s):
+                        if not out[b]:
+                            out[b] = True
+                            marked += 1
             for c in range(n_classes):
                 C[c] = block[lo + s, c]
             if not out[s] and vmin[s] < vmax[s] and (
@@ -97,6 +114,7 @@ def candidate_bins(block, vmin, vmax, lo, m, n_classes, has_count, total, wn, pa
                 marked += 1
             for c in range(n_classes):
                 L[c] += C[c]
+            before = s
     return marked
 
 

@@ -142,7 +142,7 @@ SLOW = [
     "test_reference_models.py::test_model_equals_reference[tree_kddcup_write_spill]",
     "test_scale.py::test_every_algorithm_builds_the_identical_tree[binned]",
     "test_scale.py::test_every_algorithm_builds_the_identical_tree[exact]",
-    "test_scale.py::test_exact_nodes_from_kept_rows_search_their_own_slots[weighted-multiway]",
+    "test_scale.py::test_exact_nodes_from_kept_rows[weighted-multiway]",
     "test_scale.py::test_hybrid_takes_strictly_fewer_passes_when_deep_nodes_fit",
     "test_scale.py::test_rows_kept_grouped_by_node_move_down_in_blocks_to_the_read_tree[1]",
     "test_scale.py::test_spilled_nodes_that_fit_are_loaded_and_counted_in_memory[None-1MB]",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rainforest.criteria import CRITERIA, best_splits, impurity, score_binary
-from rainforest.exact_bins import Gathered, boundary_targets, candidate_mask, refine, refined_splits
+from rainforest.exact_bins import Gathered, boundary_targets, candidate_mask, refine, refined_splits, sum_rows
 from rainforest.rules import branch_totals
 from rainforest.schema import CATEGORICAL, NUMERIC
 from rainforest.split_bounds import box_bound
@@ -90,15 +90,18 @@ def _reference(cols, kinds, y, w, node, k, n_classes, crit, min_leaf):
     return out
 
 
-def _binned(cols, kinds, y, w, node, k, n_classes, crit, min_leaf, n_bins, bound=True):
+def _binned(cols, kinds, y, w, node, k, n_classes, crit, min_leaf, n_bins, bound=True, ranges=True):
     """The search over bins, candidate bins gathered and refined; returns the splits and the
-    fraction of (row, numeric attribute) values gathered."""
+    fraction of (row, numeric attribute) values gathered.  ``ranges``: the bins' value ranges are
+    known (else the bins beside near-winning boundaries are gathered too)."""
     cuts = [np.unique(np.quantile(c[~np.isnan(c)], np.linspace(0, 1, n_bins + 1)[1:-1])) if kd == NUMERIC else None
             for c, kd in zip(cols, kinds)]
     avc, offsets, slots, vmin, vmax = _avc(cols, kinds, y, w, node, k, n_classes, cuts, exact=False)
     targets = boundary_targets(avc, offsets, kinds, n_classes, w is not None, crit, False, float(min_leaf), 0.0, 12)
     if not bound:
         targets = np.full(k, -np.inf)
+    if not ranges:
+        vmin = vmax = None
     cand = candidate_mask(avc, vmin, vmax, offsets, kinds, n_classes, w is not None, crit, targets)
     parts = []
     n_values = 0
@@ -109,7 +112,7 @@ def _binned(cols, kinds, y, w, node, k, n_classes, crit, min_leaf, n_bins, bound
         take = np.flatnonzero(cand[node, slots[a]])
         parts.append((node[take], slots[a][take], x[take], y[take], (w[take] if w is not None else np.empty(0))))
     rows = Gathered(*(np.concatenate([p[i] for p in parts]) for i in range(5)))
-    refined = refine(avc, vmin, vmax, offsets, kinds, cand, rows, w is not None)
+    refined = refine(avc, vmin, vmax, offsets, kinds, cand, sum_rows(rows, avc.shape[2], w is not None))
     splits = refined_splits(refined, kinds, n_classes, w is not None, crit, False, float(min_leaf), 0.0, 12)
     out = []
     for j, sp in enumerate(splits):
@@ -134,11 +137,12 @@ def _same(ref, got):
             np.testing.assert_array_equal(tot2, tot)
 
 
+@pytest.mark.parametrize("ranges", [True, False], ids=["ranges", "adjacent"])
 @pytest.mark.parametrize("criterion", ["gini", "entropy", "gain_ratio"])
 @pytest.mark.parametrize("n_classes,missing,weighted,min_leaf,k", [
     (2, False, False, 1, 1), (2, True, False, 5, 4), (3, True, False, 1, 3), (2, True, True, 1, 2),
     (4, False, True, 3, 5)])
-def test_equal_to_one_slot_per_value(criterion, n_classes, missing, weighted, min_leaf, k):
+def test_equal_to_one_slot_per_value(criterion, n_classes, missing, weighted, min_leaf, k, ranges):
     rng = np.random.default_rng(hash((criterion, n_classes, missing, weighted, min_leaf, k)) % 2**32)
     for trial in range(3):
         n = int(rng.integers(200, 3000))
@@ -148,7 +152,7 @@ def test_equal_to_one_slot_per_value(criterion, n_classes, missing, weighted, mi
         crit = CRITERIA[criterion]
         ref = _reference(cols, kinds, y, w, node, k, n_classes, crit, min_leaf)
         for n_bins in (4, 16):
-            got, _ = _binned(cols, kinds, y, w, node, k, n_classes, crit, min_leaf, n_bins)
+            got, _ = _binned(cols, kinds, y, w, node, k, n_classes, crit, min_leaf, n_bins, ranges=ranges)
             _same(ref, got)
 
 
@@ -169,6 +173,10 @@ def test_candidate_bins_are_few_on_a_continuous_column():
     unbounded, everything = _binned(cols, kinds, y, None, node, 1, 2, CRITERIA["gini"], 1, n_bins=128, bound=False)
     _same(ref, unbounded)
     assert everything > 0.95
+    # without the bins' value ranges, the bins beside the winning boundary are gathered too: still few
+    adjacent, some = _binned(cols, kinds, y, None, node, 1, 2, CRITERIA["gini"], 1, n_bins=128, ranges=False)
+    _same(ref, adjacent)
+    assert some < 0.05
 
 
 def test_box_bound_bounds_every_split_inside():

@@ -26,8 +26,8 @@ LAYER_NAMES = {STORAGE: "storage", ENGINE: "engine", LEARNERS: "learners", CLI: 
 # Every module of rainforest/ is placed here by hand (a new module fails until it is): the
 # storage and BOAT packages by prefix.
 ENGINE_MODULES = ["atomic", "avc", "bayes_counts", "bootstrap", "budget", "categorical_splits",
-                  "combinations", "compact", "constraints", "counting", "cost_complexity", "criteria", "dask_predict",
-                  "exact_bins",
+                  "combinations", "compact", "constraints", "count_bins", "counting", "cost_complexity", "criteria",
+                  "dask_predict", "exact_bins", "exact_gather",
                   "datasets", "errors", "forest_grow", "forest_kernels", "forest_oob", "forest_passes",
                   "forest_rows", "grow", "in_bag", "inputs", "meter", "model_fields", "nodes", "outputs",
                   "params", "partition", "plan", "profile", "profile_data", "pruning", "pushdown", "rowhash", "rows",

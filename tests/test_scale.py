@@ -1,4 +1,5 @@
 """RF-Read, RF-Vertical, RF-Write and RF-Hybrid: the same tree, fewer passes, no spill left behind."""
+import functools
 import io
 import os
 import sys
@@ -11,8 +12,9 @@ import pytest
 from rainforest import DecisionTreeClassifier
 from rainforest import rows as rows_module
 from rainforest import spill as spill_module
+from rainforest import tree_setup
 from rainforest.datasets import agrawal_table
-from rainforest.grow import PassMeter
+from rainforest.grow import GrowParams, PassMeter
 from rainforest.storage import TableSource
 
 
@@ -51,7 +53,13 @@ def test_every_algorithm_builds_the_identical_tree(table, tmp_path, mode):
         assert other.tree_.to_json() == want
     # each one really took its own road
     assert read.grow_stats_.attribute_groups == 1 and read.grow_stats_.spill_reads == 0
-    assert vertical.grow_stats_.attribute_groups > 1 and vertical.grow_stats_.spill_reads == 0
+    assert vertical.grow_stats_.spill_reads == 0
+    if mode == "binned":
+        assert vertical.grow_stats_.attribute_groups > 1
+    else:  # one slot per value does not fit: wide attributes in bins of ranks, a gathering read a level
+        assert vertical.grow_stats_.attribute_groups == 1 and vertical.grow_stats_.binned_attributes > 0
+        assert vertical.grow_stats_.candidate_reads > 0 and write.grow_stats_.binned_attributes > 0
+        assert read.grow_stats_.binned_attributes == 0  # it fits: one pass a level, one slot per value
     assert write.grow_stats_.spill_reads > 0 and write.grow_stats_.spill_bytes > 0
     assert write.grow_stats_.kept_rows == 0
     assert hybrid.grow_stats_.kept_rows > 0
@@ -108,11 +116,13 @@ def _spy_compact(monkeypatch) -> list:
 
 
 @pytest.mark.parametrize("case", ["weighted-multiway", "gini-binary"])
-def test_exact_nodes_from_kept_rows_search_their_own_slots(datasets, monkeypatch, case):
-    """In exact mode, nodes counted from kept rows build their AVC-groups over the slots their own
-    rows hold (rainforest/compact.py), not the data's; the tree is RF-Read's, bit for bit: with nulls
-    in wide and narrow numeric columns, categorical splits (binary subsets and multiway), sample and
-    class weights, entropy, one thread or all."""
+def test_exact_nodes_from_kept_rows(datasets, monkeypatch, case):
+    """In exact mode, nodes counted from kept rows give RF-Read's tree, bit for bit: with nulls in wide
+    and narrow numeric columns, categorical splits (binary subsets and multiway), sample and class
+    weights, entropy, one thread or all.  Without fractional weights the wide column (``fnlwgt``) is
+    counted in bins of ranks and its candidate bins' values gathered (rainforest/exact_gather.py);
+    with them, one slot per value, each node's AVC-group over the slots its own rows hold
+    (rainforest/compact.py), so that its weights are added in the same order as RF-Read's."""
     calls = _spy_compact(monkeypatch)
     data = pq.read_table(datasets("adult_train"))
     rng = np.random.default_rng(4)
@@ -122,20 +132,28 @@ def test_exact_nodes_from_kept_rows_search_their_own_slots(datasets, monkeypatch
         data = data.set_column(data.schema.get_field_index(name), name, pa.array(col, from_pandas=True))
     fit = dict(target="class")
     params = dict(max_bins=None, max_depth=7)
-    if case == "weighted-multiway":
+    fractional = case == "weighted-multiway"
+    if fractional:
         data = data.append_column("w", pa.array(rng.uniform(0.5, 2.0, data.num_rows)))
         fit["sample_weight"] = "w"
         params.update(criterion="entropy", categorical_split="multiway", class_weight="balanced", n_jobs=1)
     read = DecisionTreeClassifier(algorithm="read", **params).fit(data, **fit)
-    assert not calls
+    assert not calls and read.grow_stats_.binned_attributes == 0  # one node's slots fit: one pass a level
     hybrid = DecisionTreeClassifier(algorithm="hybrid", **params).fit(data, **fit)
-    assert calls and max(calls) > 1  # several nodes at once searched over their own slots
+    stats = hybrid.grow_stats_
+    if fractional:
+        assert calls and max(calls) > 1 and stats.binned_attributes == 0  # several nodes at once, compact
+    else:
+        assert not calls and stats.binned_attributes == 1 and stats.candidate_reads > 0
     assert hybrid.tree_.to_json() == read.tree_.to_json()
+    assert hybrid.n_passes_ == 2
 
 
 def test_compact_search_below_rf_vertical_passes(table, monkeypatch):
-    """A budget whose data passes count the attributes in groups (RF-Vertical) and keep some
-    families: those are searched compactly over all attributes at once, and the tree is RF-Read's."""
+    """One slot per value (as with fractional weights): a budget whose data passes count the attributes
+    in groups (RF-Vertical) and keep some families: those are searched compactly over all attributes at
+    once, and the tree is RF-Read's."""
+    monkeypatch.setattr(tree_setup, "GrowParams", functools.partial(GrowParams, exact_bins=0))
     calls = _spy_compact(monkeypatch)
     read = DecisionTreeClassifier(algorithm="read", max_bins=None, max_depth=8, memory_budget="64MB")
     read.fit(table, target="class")
@@ -150,9 +168,11 @@ def test_spilled_nodes_that_fit_are_loaded_and_counted_in_memory(monkeypatch, cl
     """Exact mode, a budget that spills (RF-Write) and counts attributes in groups (RF-Vertical): nodes
     whose rows fit the room for kept rows are loaded from the spill, several to a read, and searched
     compactly.  The tree is RF-Read's, with a small part of RF-Write's spill reads; it is also when
-    the loads are counted in the reverse order (the model is numbered breadth-first)."""
+    the loads are counted in the reverse order (the model is numbered breadth-first).  One slot per
+    value, as fractional weights count (balanced class weights are; without, it is asked for)."""
     from rainforest import grow as grow_module
 
+    monkeypatch.setattr(tree_setup, "GrowParams", functools.partial(GrowParams, exact_bins=0))
     table = agrawal_table(20_000, function=7, seed=3, perturbation=0.05)
     params = dict(max_bins=None, max_depth=8, class_weight=class_weight)
     read = DecisionTreeClassifier(algorithm="read", memory_budget="64MB", **params).fit(table, target="class")

@@ -1,0 +1,140 @@
+"""Exact mode counts its wide numeric attributes in bins of ranks and gathers only the values of
+candidate bins (rainforest/count_bins.py, rainforest/exact_gather.py): the same trees, JSON for
+JSON, as counting one slot per distinct value, on every road the rows take (memory, the spill, the
+data, a Dask store), with AVC-groups whose size no longer follows the distinct values."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import dataset_path
+from rainforest import DecisionTreeClassifier, tree_setup
+from rainforest.errors import BudgetError
+from rainforest.grow import GrowParams
+from rainforest.storage import DaskSource, DuckDBSource, ParquetSource
+
+# dask's own Parquet reader calls a pandas method pandas deprecates; not ours to fix
+pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning",
+                                        "ignore:The inplace keyword:FutureWarning")
+
+
+def _one_slot_per_value(monkeypatch):
+    """Growth as before issue 13: every numeric attribute counted one slot per distinct value."""
+    monkeypatch.setattr(tree_setup, "GrowParams", functools.partial(GrowParams, exact_bins=0))
+
+
+def _with_nulls(table: pa.Table, names, seed=1) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    for name in names:
+        col = table.column(name).to_numpy(zero_copy_only=False).astype(float)
+        col[rng.random(len(col)) < 0.07] = np.nan
+        table = table.set_column(table.schema.get_field_index(name), name, pa.array(col, from_pandas=True))
+    return table
+
+
+CASES = {
+    # name: (dataset, estimator parameters, fit keywords maker)
+    "magic-gini-kept": ("magic", dict(max_depth=8), None),
+    "magic-entropy-spilled": ("magic", dict(max_depth=8, criterion="entropy", memory_budget="1500KB"), None),
+    "magic-gain-ratio-nulls": ("magic", dict(max_depth=9, criterion="gain_ratio"), "nulls"),
+    "magic-vertical": ("magic", dict(max_depth=6, algorithm="vertical", memory_budget="1200KB"), None),
+    "adult-whole-weights": ("adult_train", dict(max_depth=8, class_weight={"<=50K": 1, ">50K": 3}), "weights"),
+    "adult-leaf-rules": ("adult_train", dict(max_depth=9, min_samples_leaf=20, min_impurity_decrease=1e-5), None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bins_of_ranks_give_the_tree_of_one_slot_per_value(case, monkeypatch):
+    dataset, params, extra = CASES[case]
+    table = pq.read_table(dataset_path(dataset))
+    fit = dict(target="class")
+    if extra == "nulls":
+        table = _with_nulls(table, table.column_names[:3])
+    if extra == "weights":  # whole numbers: their sums are the same in any order
+        table = table.append_column("w", pa.array(np.random.default_rng(2).integers(0, 4, table.num_rows)))
+        fit["sample_weight"] = "w"
+    binned = DecisionTreeClassifier(max_bins=None, **params).fit(table, **fit)
+    with monkeypatch.context() as m:
+        _one_slot_per_value(m)
+        dense = DecisionTreeClassifier(max_bins=None, **params).fit(table, **fit)
+    assert dense.grow_stats_.binned_attributes == 0
+    stats = binned.grow_stats_
+    assert stats.binned_attributes > 0 and stats.candidate_reads > 0
+    assert binned.tree_.node_count > 50
+    assert binned.tree_.to_json() == dense.tree_.to_json()
+    # the candidate values are a small part of the values a slot per value counts
+    n_values = table.num_rows * stats.binned_attributes * binned.get_depth()
+    assert 0 < stats.candidate_values < n_values // 4
+    if params.get("algorithm") == "vertical":  # every read a pass over the data: the count and the gathering
+        assert dense.grow_stats_.attribute_groups > 1 and binned.grow_stats_.attribute_groups == 1
+        assert binned.n_passes_ < dense.n_passes_  # two a level, where the groups take more
+    else:  # the gathering reads memory or the spill, never the data
+        assert binned.n_passes_ <= dense.n_passes_
+
+
+def test_a_node_that_one_slot_per_value_cannot_hold(monkeypatch):
+    """RF-Read with a budget whose AVC half cannot hold one node's slots per value: refused before,
+    grown now, in bins of ranks, to the tree a roomy budget builds."""
+    table = pq.read_table(dataset_path("magic"))
+    roomy = DecisionTreeClassifier(max_bins=None, max_depth=5, algorithm="read").fit(table, target="class")
+    tight = dict(max_bins=None, max_depth=5, algorithm="read", memory_budget="300KB")
+    with monkeypatch.context() as m:
+        _one_slot_per_value(m)
+        with pytest.raises(BudgetError, match="memory budget too small"):
+            DecisionTreeClassifier(**tight).fit(table, target="class")
+    binned = DecisionTreeClassifier(**tight).fit(table, target="class")
+    assert binned.grow_stats_.binned_attributes == 10 and roomy.grow_stats_.binned_attributes == 0
+    assert binned.tree_.to_json() == roomy.tree_.to_json()
+
+
+def test_fractional_weights_count_one_slot_per_value():
+    """A bin's sum of fractional weights may differ in its last bit from the sum of its values' sums:
+    exact mode then counts one slot per value, and the tree is RF-Read's, bit for bit."""
+    table = pq.read_table(dataset_path("magic"))
+    table = table.append_column("w", pa.array(np.random.default_rng(3).uniform(0.5, 2.0, table.num_rows)))
+    params = dict(max_bins=None, max_depth=7)
+    hybrid = DecisionTreeClassifier(**params).fit(table, target="class", sample_weight="w")
+    read = DecisionTreeClassifier(algorithm="read", **params).fit(table, target="class", sample_weight="w")
+    assert hybrid.grow_stats_.binned_attributes == 0
+    assert hybrid.tree_.to_json() == read.tree_.to_json()
+    balanced = DecisionTreeClassifier(class_weight="balanced", **params).fit(table, target="class")
+    assert balanced.grow_stats_.binned_attributes == 0  # balanced class weights are fractions
+
+
+@pytest.fixture(scope="module")
+def magic_files(tmp_path_factory):
+    """magic as four Parquet files."""
+    table = pq.read_table(dataset_path("magic"))
+    folder = tmp_path_factory.mktemp("magic")
+    step = -(-table.num_rows // 4)
+    for i in range(4):
+        pq.write_table(table.slice(i * step, step), folder / f"part-{i}.parquet")
+    return str(folder)
+
+
+def test_a_dask_store_gathers_where_the_partitions_are_kept(magic_files):
+    """A Dask source keeps the encoded partitions (threaded scheduler): the candidate values are
+    gathered from them, and the tree is the Parquet source's."""
+    dd = pytest.importorskip("dask.dataframe")
+    params = dict(max_bins=None, max_depth=6)
+    want = DecisionTreeClassifier(**params).fit(ParquetSource(magic_files), target="class")
+    got = DecisionTreeClassifier(**params).fit(DaskSource(dd.read_parquet(magic_files)), target="class")
+    assert got.grow_stats_.binned_attributes > 0 and got.grow_stats_.candidate_reads > 0
+    assert got.tree_.to_json() == want.tree_.to_json()
+    assert got.n_passes_ == want.n_passes_
+
+
+@pytest.mark.parametrize("transfer", ["rows", "aggregates"])
+def test_duckdb(magic_files, transfer):
+    """Rows streamed out of DuckDB are gathered like any; rows that stay in the database are counted
+    one slot per value by its queries (gathering would stream them out).  Both give the Parquet tree."""
+    params = dict(max_bins=None, max_depth=5)
+    want = DecisionTreeClassifier(**params).fit(ParquetSource(magic_files), target="class")
+    got = DecisionTreeClassifier(**params).fit(DuckDBSource(parquet=f"{magic_files}/*.parquet", transfer=transfer),
+                                                target="class")
+    assert (got.grow_stats_.binned_attributes > 0) == (transfer == "rows")
+    assert got.tree_.to_json() == want.tree_.to_json()
