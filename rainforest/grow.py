@@ -22,13 +22,13 @@ import numpy as np
 
 from .avc import AvcPass
 from .compact import compact_splits, scratch_for, wide_attributes
-from .count_bins import EXACT_BINS, counted_slots
+from .count_bins import EXACT_BINS
 from .criteria import CRITERIA, best_splits
 from .exact_gather import ValuePass, ValueState, candidate_bins_of, exact_splits
 from .meter import PassMeter  # noqa: F401  (re-exported: the pass meter of growth)
 from .nodes import Nodes
-from .plan import (attribute_groups, families, families_to_pull, group_bytes, lead_of, pack_families,
-                   spilled_loads)
+from .plan import (attribute_groups, counted_slots_for, families, families_to_pull, group_bytes, lead_of,
+                   pack_families, spilled_loads)
 from .rows import KeptRows, class_dtype, row_bytes, slot_dtype
 from .rules import branch_totals, depth_limit, node_criterion, node_totals, split_outcome
 from .schema import Schema
@@ -153,7 +153,7 @@ class _Growth:
         self.weighted = schema.weight is not None or class_weight is not None
         self.n_channels = self.n_classes + (1 if self.weighted else 0)
         avc_budget = budget_bytes // 2
-        self.counted = _counted_slots(supply, schema, params, class_weight, self.n_channels, avc_budget)
+        self.counted = counted_slots_for(supply, schema, params, class_weight, self.n_channels, avc_budget)
         self.binned = self.counted.binned
         self.offsets = self.counted.offsets()  # of the counted slots in an AVC-group
         self.slot_offsets = schema.slot_offsets()  # of the slots rows hold: the lead attribute is chosen by them
@@ -447,32 +447,6 @@ class _Growth:
         if self.supply.spill is not None:
             self.supply.spill.report(self.stats)
         return self.nodes.to_tree(self.schema, self.params.criterion, self.n_classes), self.stats
-
-
-def _counted_slots(supply: RowSupply, schema: Schema, params: GrowParams, class_weight: np.ndarray | None,
-                   n_channels: int, avc_budget: int):
-    """What the AVC-groups count (:mod:`rainforest.count_bins`): exact mode's wide numeric attributes in
-    bins of ranks, whose candidate bins' values a second read of each level's rows gathers, where
-    that read is cheap: rows kept in memory, spilled (RF-Write) or kept by the workers.  Where every
-    read is a pass over the source (``algorithm="read"`` or ``"vertical"``), only when one node's
-    AVC-group over one slot per value does not fit the budget (two passes a level, where RF-Vertical
-    takes one per attribute group and RF-Read refuses).  Rows that must stay in a database (SQL,
-    ``transfer="aggregates"``) are counted one slot per value: gathering would stream them out.
-
-    Bins change the order in which a node's weights are added (a bin's sum, then the bins'), which
-    leaves sums of whole numbers as they are but not others: with fractional sample or class weights,
-    exact mode counts one slot per value, so that its trees keep their floats, bit for bit."""
-    source = supply.source
-    fractional = (schema.weight is not None and schema.fractional_weights is not False) or (
-        class_weight is not None and bool(np.any(class_weight != np.floor(class_weight))))
-    if fractional or (getattr(source, "transfer_mode", None) is not None and getattr(source, "distributed", False)):
-        return counted_slots(schema, None)
-    binned = counted_slots(schema, params.exact_bins)
-    if binned.binned.any() and not params.write and not (params.hybrid and getattr(source, "keeps_partitions", False)):
-        dense = counted_slots(schema, None)
-        if group_bytes(dense.offsets(), np.arange(len(schema.attributes)), n_channels) <= avc_budget:
-            return dense
-    return binned
 
 
 def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, crit, params, min_weight_leaf,

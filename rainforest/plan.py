@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .count_bins import CountedSlots, counted_slots
 from .errors import BudgetError
 from .nodes import Nodes
 from .schema import Schema
@@ -115,3 +116,29 @@ def families_to_pull(nodes: Nodes, frontier: list[int], in_memory: set, room_row
     others still need a pass per level) without saving a pass."""
     pull = [n for n in frontier if n not in in_memory and nodes.depth[n] + 1 < max_depth]
     return pull if pull and sum(nodes.n_node_samples[n] for n in pull) <= room_rows else []
+
+
+def counted_slots_for(supply: RowSupply, schema: Schema, params, class_weight: np.ndarray | None, n_channels: int,
+                      avc_budget: int) -> CountedSlots:
+    """What the AVC-groups count (:mod:`rainforest.count_bins`): exact mode's wide numeric attributes in
+    bins of ranks, whose candidate bins' values a second read of each level's rows gathers, where
+    that read is cheap: rows kept in memory, spilled (RF-Write) or kept by the workers.  Where every
+    read is a pass over the source (``algorithm="read"`` or ``"vertical"``), only when one node's
+    AVC-group over one slot per value does not fit the budget (two passes a level, where RF-Vertical
+    takes one per attribute group and RF-Read refuses).  Rows that must stay in a database (SQL,
+    ``transfer="aggregates"``) are counted one slot per value: gathering would stream them out.
+
+    Bins change the order in which a node's weights are added (a bin's sum, then the bins'), which
+    leaves sums of whole numbers as they are but not others: with fractional sample or class weights,
+    exact mode counts one slot per value, so that its trees keep their floats, bit for bit."""
+    source = supply.source
+    fractional = (schema.weight is not None and schema.fractional_weights is not False) or (
+        class_weight is not None and bool(np.any(class_weight != np.floor(class_weight))))
+    if fractional or (getattr(source, "transfer_mode", None) is not None and getattr(source, "distributed", False)):
+        return counted_slots(schema, None)
+    binned = counted_slots(schema, params.exact_bins)
+    if binned.binned.any() and not params.write and not (params.hybrid and getattr(source, "keeps_partitions", False)):
+        dense = counted_slots(schema, None)
+        if group_bytes(dense.offsets(), np.arange(len(schema.attributes)), n_channels) <= avc_budget:
+            return dense
+    return binned

@@ -1,0 +1,159 @@
+#!/usr/bin/env python
+"""Exact mode at scale: bins of ranks plus candidate values, against one slot per value and binned mode.
+
+For every Agrawal function (``--functions``, default F7) and training size (``--rows``, default
+10M rows) fits, each in its own child process (killed after ``--time-limit``), a depth ``--depth``
+tree on the Parquet folder:
+
+* ``exact-bins``  -- ``DecisionTreeClassifier(max_bins=None)``: wide numeric attributes counted in bins
+  of ranks, the candidate bins' values gathered (issue 13; the default);
+* ``exact-slots`` -- the same, counting one slot per distinct value (as before issue 13: the baseline,
+  ``GrowParams(exact_bins=0)``);
+* ``binned``      -- ``DecisionTreeClassifier(max_bins=255)``: the histogram tree, the cost to reach.
+
+Each child writes its model's JSON; the table says whether ``exact-bins`` built the tree of
+``exact-slots`` (JSON for JSON).  Fit times include reading the data; the Numba kernels are compiled
+first, outside the timed fit.  Writes ``<out>.md``, ``<out>.json`` and ``<out>.png`` (default
+``benchmarks/results/exact``).
+
+    python benchmarks/bench_exact.py                                     # 10M rows, F7
+    python benchmarks/bench_exact.py --rows 200000 --out /tmp/exact_small  # a check
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when run as a script
+import harness  # noqa: E402  (standard library only)
+from harness import LABEL, ROOT, SEED, fmt, rows_label  # noqa: E402
+
+CONTENDERS = ("exact-bins", "exact-slots", "binned")
+PACKAGES = ("rainforest", "numba", "pyarrow")
+COLORS = {"exact-bins": "#2a7f62", "exact-slots": "#dd8452", "binned": "#4c72b0"}
+
+
+def run(args) -> dict:
+    from rainforest import DecisionTreeClassifier, tree_setup
+    from rainforest.datasets import agrawal_table
+    from rainforest.grow import GrowParams
+    if args.child == "exact-slots":
+        tree_setup.GrowParams = functools.partial(GrowParams, exact_bins=0)
+    kw = {"max_depth": args.depth, "max_bins": 255 if args.child == "binned" else None}
+    if args.memory_budget:
+        kw["memory_budget"] = args.memory_budget
+    t0 = time.perf_counter()
+    DecisionTreeClassifier(**kw).fit(agrawal_table(20_000, function=args.function, seed=SEED + 1), target=LABEL)
+    warmup = time.perf_counter() - t0
+    clf = DecisionTreeClassifier(**kw)
+    t0 = time.perf_counter()
+    clf.fit(args.train, target=LABEL)
+    fit = time.perf_counter() - t0
+    Path(args.model).write_text(clf.tree_.to_json())
+    stats = clf.grow_stats_
+    return {"fit_seconds": fit, "passes": int(clf.n_passes_), "warmup_seconds": warmup,
+            "test_accuracy": float(clf.score(args.test, target=LABEL)), "n_nodes": int(clf.tree_.node_count),
+            "binned_attributes": stats.binned_attributes, "candidate_reads": stats.candidate_reads,
+            "candidate_values": stats.candidate_values, "spill_reads": stats.spill_reads}
+
+
+def write_markdown(path: Path, rows, info) -> None:
+    lines = ["# Exact mode at scale: bins of ranks plus candidate values", "",
+             f"Depth {info['depth']}, Agrawal functions {info['functions']}. `{info['command']}` on "
+             f"{info['machine'].get('cpu', '?')}, {info['machine'].get('usable_cores', '?')} cores ({info['date']}).", "",
+             "| function | rows | contender | status | seconds | passes | peak RSS (MB) | nodes | test accuracy | "
+             "candidate values | same tree as exact-slots |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| F{r['function']} | {rows_label(r['rows'])} | {r['name']} | {r.get('status')} | "
+                     f"{fmt(r.get('fit_seconds'), '.2f')} | {fmt(r.get('passes'), 'd')} | "
+                     f"{fmt(r.get('peak_rss_mb'), '.0f')} | {fmt(r.get('n_nodes'), 'd')} | "
+                     f"{fmt(r.get('test_accuracy'), '.4f')} | {fmt(r.get('candidate_values'), ',d')} | "
+                     f"{r.get('same_tree', '-')} |")
+    lines += ["", "`candidate values`: the (node, attribute, value) cells the gathering reads summed, over all "
+              "levels. Passes are over the data; the gathering reads memory or the spill folder."]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def draw(axes, rows, info) -> str:
+    groups = sorted({(r["function"], r["rows"]) for r in rows}, key=lambda g: (g[1], g[0]))
+    names = [n for n in CONTENDERS if any(r["name"] == n for r in rows)]
+    width = 0.8 / max(len(names), 1)
+    for ax, key, scale, label in ((axes[0], "fit_seconds", 1.0, "seconds"),
+                                  (axes[1], "peak_rss_mb", 1e-3, "peak RSS (GB)")):
+        for k, name in enumerate(names):
+            by = {(r["function"], r["rows"]): r.get(key) for r in rows if r["name"] == name}
+            ax.bar([i + k * width for i in range(len(groups))], [(by.get(g) or 0.0) * scale for g in groups], width,
+                   color=COLORS[name], label=name)
+        ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(groups))])
+        ax.set_xticklabels([f"F{f} {rows_label(n)}" for f, n in groups])
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=8)
+    return f"Exact trees: bins of ranks vs one slot per value vs binned mode (depth {info['depth']})"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--rows", type=lambda s: harness.parse_ints(s, "row count", 1000), default=[10_000_000])
+    p.add_argument("--functions", type=lambda s: harness.parse_ints(s, "Agrawal function", 1, 10), default=[7])
+    p.add_argument("--depth", type=int, default=10, help="maximum tree depth (default 10)")
+    p.add_argument("--files", type=int, default=20, help="training Parquet files per size (default 20)")
+    p.add_argument("--test-rows", type=int, default=100_000)
+    p.add_argument("--time-limit", type=float, default=3600.0, help="seconds per child process (default 3600)")
+    p.add_argument("--memory-budget", default=None)
+    p.add_argument("--contenders", default=",".join(CONTENDERS))
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "exact"))
+    p.add_argument("--data-root", default=str(ROOT / "benchmarks" / "data"))
+    p.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
+    p.add_argument("--train", help=argparse.SUPPRESS)
+    p.add_argument("--test", help=argparse.SUPPRESS)
+    p.add_argument("--model", help=argparse.SUPPRESS)
+    p.add_argument("--function", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--generate", help=argparse.SUPPRESS)
+    p.add_argument("--meta", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        return harness.child(args.child, lambda: run(args), "fit_seconds")
+    if args.generate:
+        harness.generate(Path(args.generate), json.loads(args.meta))
+        return 0
+    contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
+    info = {**harness.run_info(PACKAGES), "rows_list": args.rows, "functions": args.functions, "depth": args.depth,
+            "time_limit": args.time_limit, "memory_budget": args.memory_budget, "contenders": contenders}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-exact-") as models:
+        for f in args.functions:
+            for n in args.rows:
+                files = min(args.files, n)
+                data_dir = Path(args.data_root) / f"agrawal_f{f}_{n}_{files}"
+                harness.prepare_data(__file__, data_dir, harness.data_meta(n, files, f, args.test_rows, 1))
+                trees = {}
+                for name in contenders:
+                    print(f"F{f} {rows_label(n)} {name} ...", flush=True)
+                    model = Path(models) / f"{name}-{f}-{n}.json"
+                    child_args = ["--train", str(data_dir / "train"), "--test", str(data_dir / "test"), "--depth",
+                                  str(args.depth), "--function", str(f), "--model", str(model)]
+                    if args.memory_budget:
+                        child_args += ["--memory-budget", args.memory_budget]
+                    row = harness.run_contender(__file__, name, child_args, args.time_limit, "fit_seconds")
+                    row.update({"function": f, "rows": n})
+                    trees[name] = model.read_text() if model.exists() else None
+                    print(f"  {row.get('status')}: {fmt(row.get('fit_seconds'), '.2f')} s, passes {row.get('passes')}",
+                          flush=True)
+                    rows.append(row)
+                if trees.get("exact-bins") is not None and trees.get("exact-slots") is not None:
+                    for r in rows[-len(contenders):]:
+                        if r["name"] == "exact-bins":
+                            r["same_tree"] = trees["exact-bins"] == trees["exact-slots"]
+    harness.write_results(args.out, info, rows, write_markdown, draw)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
