@@ -162,20 +162,7 @@ def write_markdown(path: Path, rows, info) -> None:
 
 
 def draw(axes, rows, info) -> str:
-    # bars grouped by (function, size): lines over the sizes drew one size's functions as a vertical line
-    groups = sorted({(r["function"], r["rows"]) for r in rows}, key=lambda g: (g[1], g[0]))
-    names = [n for n in CONTENDERS if any(r["name"] == n for r in rows)]
-    width = 0.8 / max(len(names), 1)
-    for ax, key, scale, label in ((axes[0], "fit_seconds", 1.0, "seconds (boat-update: the update)"),
-                                  (axes[1], "peak_rss_mb", 1e-3, "peak RSS (GB)")):
-        for k, name in enumerate(names):
-            by = {(r["function"], r["rows"]): r.get(key) for r in rows if r["name"] == name}
-            ys = [(by.get(g) or 0.0) * scale for g in groups]
-            ax.bar([i + k * width for i in range(len(groups))], ys, width, color=COLORS[name], label=name)
-        ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(groups))])
-        ax.set_xticklabels([f"F{f} {rows_label(n)}" for f, n in groups])
-        ax.set_ylabel(label)
-    axes[0].legend(fontsize=8)
+    harness.draw_grouped_bars(axes, rows, CONTENDERS, COLORS, "seconds (boat-update: the update)")
     return f"BOAT vs exact RainForest and scikit-learn (depth {info['depth']}, exact mode)"
 
 

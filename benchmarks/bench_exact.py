@@ -81,19 +81,7 @@ def write_markdown(path: Path, rows, info) -> None:
 
 
 def draw(axes, rows, info) -> str:
-    groups = sorted({(r["function"], r["rows"]) for r in rows}, key=lambda g: (g[1], g[0]))
-    names = [n for n in CONTENDERS if any(r["name"] == n for r in rows)]
-    width = 0.8 / max(len(names), 1)
-    for ax, key, scale, label in ((axes[0], "fit_seconds", 1.0, "seconds"),
-                                  (axes[1], "peak_rss_mb", 1e-3, "peak RSS (GB)")):
-        for k, name in enumerate(names):
-            by = {(r["function"], r["rows"]): r.get(key) for r in rows if r["name"] == name}
-            ax.bar([i + k * width for i in range(len(groups))], [(by.get(g) or 0.0) * scale for g in groups], width,
-                   color=COLORS[name], label=name)
-        ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(groups))])
-        ax.set_xticklabels([f"F{f} {rows_label(n)}" for f, n in groups])
-        ax.set_ylabel(label)
-    axes[0].legend(fontsize=8)
+    harness.draw_grouped_bars(axes, rows, CONTENDERS, COLORS)
     return f"Exact trees: bins of ranks vs one slot per value vs binned mode (depth {info['depth']})"
 
 

@@ -455,6 +455,25 @@ def write_plot(path: Path, rows, info: dict, draw) -> bool:
     return True
 
 
+def draw_grouped_bars(axes, rows, names, colors, seconds_label: str = "seconds") -> None:
+    """Seconds (left) and peak RSS (right) as bars grouped by (Agrawal function, rows), one bar per
+    contender of ``names`` that has rows, in that order.  Bars, not lines over the sizes: lines drew
+    one size's functions as a vertical line."""
+    groups = sorted({(r["function"], r["rows"]) for r in rows}, key=lambda g: (g[1], g[0]))
+    names = [n for n in names if any(r["name"] == n for r in rows)]
+    width = 0.8 / max(len(names), 1)
+    for ax, key, scale, label in ((axes[0], "fit_seconds", 1.0, seconds_label),
+                                  (axes[1], "peak_rss_mb", 1e-3, "peak RSS (GB)")):
+        for k, name in enumerate(names):
+            by = {(r["function"], r["rows"]): r.get(key) for r in rows if r["name"] == name}
+            ax.bar([i + k * width for i in range(len(groups))], [(by.get(g) or 0.0) * scale for g in groups], width,
+                   color=colors[name], label=name)
+        ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(groups))])
+        ax.set_xticklabels([f"F{f} {rows_label(n)}" for f, n in groups])
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=8)
+
+
 def write_results(out, info: dict, rows, write_markdown, draw) -> None:
     """Write ``<out>.json``, ``<out>.md`` (``write_markdown(path, rows, info)``) and ``<out>.png``.
 
