@@ -30,6 +30,7 @@ import numba
 import numpy as np
 
 from .criteria import best_splits, node_totals
+from .profile_data import midpoint
 from .schema import NUMERIC
 from .split_bounds import candidate_bins, tolerance
 
@@ -80,27 +81,10 @@ def candidate_mask(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | 
 
 
 @dataclass
-class Gathered:
-    """Rows of candidate bins, in row order: the node (its index among the refined nodes), the
-    attribute and bin (AVC-group slot) they were counted in, their value, class and weight (empty:
-    unit weights)."""
-
-    node: np.ndarray
-    slot: np.ndarray
-    value: np.ndarray
-    y: np.ndarray
-    w: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.node)
-
-
-@dataclass
 class ValueCounts:
     """The AVC-cells of the distinct values in candidate bins: one row per (node, slot, value), sorted
     and unique, with its class counts (and row count, where weighted) in ``counts``, each cell summed
-    in row order as a slot per distinct value holds it (:func:`sum_rows`,
-    :class:`rainforest.exact_gather.ValuePass`)."""
+    in row order as a slot per distinct value holds it (:class:`rainforest.exact_gather.ValuePass`)."""
 
     node: np.ndarray
     slot: np.ndarray
@@ -109,24 +93,6 @@ class ValueCounts:
 
     def __len__(self) -> int:
         return len(self.node)
-
-
-def sum_rows(rows: Gathered, n_channels: int, weighted: bool) -> ValueCounts:
-    """The :class:`ValueCounts` of gathered rows: each row's weight added to its value's cell in row
-    order (a row of weight 0 adds no row count, as :func:`rainforest.counting.add_row`)."""
-    order = np.lexsort((rows.value, rows.slot, rows.node))  # stable: row order within a value
-    node, slot, value = rows.node[order], rows.slot[order], rows.value[order]
-    new = np.ones(len(order), np.bool_)
-    new[1:] = (node[1:] != node[:-1]) | (slot[1:] != slot[:-1]) | (value[1:] != value[:-1])
-    run = np.cumsum(new) - 1
-    first = np.flatnonzero(new)
-    counts = np.zeros((len(first), n_channels))
-    y = rows.y[order].astype(np.int64)
-    w = rows.w[order] if weighted else np.ones(len(order))
-    np.add.at(counts, (run, y), w)
-    if weighted:
-        np.add.at(counts, (run, np.full(len(run), n_channels - 1)), (w != 0).astype(np.float64))
-    return ValueCounts(node[first], slot[first], value[first], counts)
 
 
 @dataclass
@@ -198,13 +164,18 @@ def refine(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | None, of
 class ExactSplit:
     """A node's exact split over refined AVC-groups: the attribute (-1: none valid), its score, the
     threshold of a numeric split (NaN otherwise; ``inf``: every present value left, the missing
-    ones right), the branches of the attribute's refined slots and their number."""
+    ones right, ``inf_threshold``), the branches of the attribute's refined slots and their number,
+    and the search's ``left`` / ``right`` slots (of the attribute's refined slots: for a threshold,
+    the last going left and the first going right)."""
 
     attribute: int
     score: float
     threshold: float
     n_branches: int
     branches: np.ndarray
+    left: int = -1
+    right: int = -1
+    inf_threshold: bool = False
 
 
 def refined_splits(refined: Refined, kinds: np.ndarray, n_classes: int, weighted: bool, criterion: int,
@@ -226,10 +197,9 @@ def refined_splits(refined: Refined, kinds: np.ndarray, n_classes: int, weighted
                 threshold = np.inf
             else:
                 base = refined.node_start[k] + refined.node_offsets[k, a]
-                lo_v, hi_v = float(refined.high[base + left[k]]), float(refined.low[base + right[k]])
-                t = lo_v / 2.0 + hi_v / 2.0
-                threshold = lo_v if t == hi_v else t
-        out.append(ExactSplit(a, float(score[k]), threshold, int(n_branches[k]) if a >= 0 else 0, br))
+                threshold = float(midpoint(refined.high[base + left[k]], refined.low[base + right[k]]))
+        out.append(ExactSplit(a, float(score[k]), threshold, int(n_branches[k]) if a >= 0 else 0, br,
+                              int(left[k]), int(right[k]), bool(inf_thr[k])))
     return out
 
 
@@ -246,5 +216,4 @@ def boundary_targets(avc: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, n_
     return score
 
 
-__all__ = ["Gathered", "ValueCounts", "Refined", "ExactSplit", "boundary_targets", "candidate_mask", "refine",
-           "refined_splits", "sum_rows"]
+__all__ = ["ValueCounts", "Refined", "ExactSplit", "boundary_targets", "candidate_mask", "refine", "refined_splits"]

@@ -22,8 +22,7 @@ import pyarrow as pa
 from .avc import AvcPass, group_rows
 from .count_bins import counted_slot
 from .counting import add_row
-from .criteria import best_splits
-from .exact_bins import ValueCounts, boundary_targets, candidate_mask, refine
+from .exact_bins import ValueCounts, boundary_targets, candidate_mask, refine, refined_splits
 from .rows import RowBlock, descend
 from .schema import NUMERIC
 
@@ -242,30 +241,28 @@ def candidate_bins_of(avc, offsets, kinds, binned, n_classes, weighted, criterio
 
 def exact_splits(avc, candidates, values: ValueCounts, offsets, kinds, binned, n_classes, weighted, criterion,
                  params, min_weight_leaf, lead) -> list:
-    """The best split of each node over its binned AVC-group refined with the candidate bins' values:
-    per node ``None`` (no valid split) or ``(score, attribute, left_slot, right_slot, inf_threshold,
-    n_branches, branches, block)``: the attribute's index in the group, the slots the attribute's own
-    (ranks), ``branches`` and ``block`` over the node's refined slots of it (its missing slot last)."""
+    """The best split of each node over its binned AVC-group refined with the candidate bins' values
+    (:func:`rainforest.exact_bins.refined_splits`): per node ``None`` (no valid split) or ``(score,
+    attribute, left_slot, right_slot, inf_threshold, n_branches, branches, block)``: the attribute's
+    index in the group, the slots the attribute's own (ranks), ``branches`` and ``block`` over the
+    node's refined slots of it (its missing slot last)."""
     refined = refine(avc, None, None, offsets, kinds, candidates, values)
-    attr, score, left, right, inf_thr, n_branches, branches, branch_start = best_splits(
-        refined.block, refined.node_start, refined.node_offsets, kinds, n_classes, weighted, criterion,
-        params.multiway, float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive, refined.widths(),
-        lead)
+    splits = refined_splits(refined, kinds, n_classes, weighted, criterion, params.multiway,
+                            float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive, lead)
     out = []
-    for k in range(len(attr)):
-        a = int(attr[k])
+    for k, sp in enumerate(splits):
+        a = sp.attribute
         if a < 0:
             out.append(None)
             continue
         lo = refined.node_start[k] + refined.node_offsets[k, a]
         hi = refined.node_start[k] + refined.node_offsets[k, a + 1]
-        ls, rs = int(left[k]), int(right[k])
-        if kinds[a] != NUMERIC or not binned[a] or inf_thr[k]:  # slots as counted, or no threshold: unchanged
-            left_rank, right_rank = ls, rs
+        if kinds[a] != NUMERIC or not binned[a] or sp.inf_threshold:  # slots as counted, or no threshold
+            left_rank, right_rank = sp.left, sp.right
         else:  # the ranks either side of the threshold: values of candidate bins, by construction
-            left_rank, right_rank = refined.high[lo + ls], refined.low[lo + rs]
+            left_rank, right_rank = refined.high[lo + sp.left], refined.low[lo + sp.right]
             if np.isnan(left_rank) or np.isnan(right_rank):
                 raise AssertionError("an exact threshold beside a bin whose values were not gathered")
-        out.append((float(score[k]), a, int(left_rank), int(right_rank), bool(inf_thr[k]), int(n_branches[k]),
-                    branches[branch_start[k]:branch_start[k] + hi - lo], refined.block[lo:hi]))
+        out.append((sp.score, a, int(left_rank), int(right_rank), sp.inf_threshold, sp.n_branches,
+                    sp.branches[:hi - lo], refined.block[lo:hi]))
     return out

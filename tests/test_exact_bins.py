@@ -3,15 +3,51 @@ slot per distinct value (today's exact mode): the same attribute, score, thresho
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from rainforest.criteria import CRITERIA, best_splits, impurity, score_binary
-from rainforest.exact_bins import Gathered, boundary_targets, candidate_mask, refine, refined_splits, sum_rows
+from rainforest.exact_bins import ValueCounts, boundary_targets, candidate_mask, refine, refined_splits
 from rainforest.rules import branch_totals
 from rainforest.schema import CATEGORICAL, NUMERIC
 from rainforest.split_bounds import box_bound
+
+
+@dataclass
+class Gathered:
+    """The rows of candidate bins (a reference for rainforest.exact_gather.ValuePass): in row order: the node (its index among the refined nodes), the
+    attribute and bin (AVC-group slot) they were counted in, their value, class and weight (empty:
+    unit weights)."""
+
+    node: np.ndarray
+    slot: np.ndarray
+    value: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+
+
+def _sum_rows(rows: Gathered, n_channels: int, weighted: bool) -> ValueCounts:
+    """The :class:`ValueCounts` of gathered rows: each row's weight added to its value's cell in row
+    order (a row of weight 0 adds no row count, as rainforest.counting.add_row)."""
+    order = np.lexsort((rows.value, rows.slot, rows.node))  # stable: row order within a value
+    node, slot, value = rows.node[order], rows.slot[order], rows.value[order]
+    new = np.ones(len(order), np.bool_)
+    new[1:] = (node[1:] != node[:-1]) | (slot[1:] != slot[:-1]) | (value[1:] != value[:-1])
+    run = np.cumsum(new) - 1
+    first = np.flatnonzero(new)
+    counts = np.zeros((len(first), n_channels))
+    y = rows.y[order].astype(np.int64)
+    w = rows.w[order] if weighted else np.ones(len(order))
+    np.add.at(counts, (run, y), w)
+    if weighted:
+        np.add.at(counts, (run, np.full(len(run), n_channels - 1)), (w != 0).astype(np.float64))
+    return ValueCounts(node[first], slot[first], value[first], counts)
 
 
 def _data(rng, n, n_classes, missing, categorical=True):
@@ -114,7 +150,7 @@ def _binned(cols, kinds, y, w, node, k, n_classes, crit, min_leaf, n_bins, bound
         take = np.flatnonzero(cand[node, slots[a]])
         parts.append((node[take], slots[a][take], x[take], y[take], (w[take] if w is not None else np.empty(0))))
     rows = Gathered(*(np.concatenate([p[i] for p in parts]) for i in range(5)))
-    refined = refine(avc, vmin, vmax, offsets, kinds, cand, sum_rows(rows, avc.shape[2], w is not None))
+    refined = refine(avc, vmin, vmax, offsets, kinds, cand, _sum_rows(rows, avc.shape[2], w is not None))
     splits = refined_splits(refined, kinds, n_classes, w is not None, crit, False, float(min_leaf), 0.0, 12)
     out = []
     for j, sp in enumerate(splits):
