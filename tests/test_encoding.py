@@ -12,8 +12,8 @@ import pytest
 
 from rainforest.profile import ProfileTask
 from rainforest.rowhash import row_hash
-from rainforest.rows import encode_rows, slot_dtype, to_slots
-from rainforest.schema import CATEGORICAL, NUMERIC
+from rainforest.rows import encode_rows, slot_dtype, to_slots, value_slots
+from rainforest.schema import CATEGORICAL, CUTS_PER_CELL, LUT_CELLS, NUMERIC, slot_lookup
 from rainforest.storage.base import travelling
 
 INTEGER_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
@@ -75,6 +75,23 @@ def test_integers_too_large_for_a_table_are_searched():
         batch = pa.table({"b": pa.array(big), "u": pa.array(rng.integers(0, 600, 3000).astype(np.uint64)),
                           "y": pa.array(rng.integers(0, 2, 3000))}).to_batches()[0]
         np.testing.assert_array_equal(encode_rows(schema, batch, None, False).S, _matrix_slots(schema, batch))
+
+
+@pytest.mark.parametrize("n_cuts", [10, 5_000, 300_000])
+def test_slot_search_over_the_grid_equals_searchsorted(n_cuts):
+    """The lookup grid only narrows the search: past 64k cuts it holds a cell per 16 cuts, and over
+    skewed cuts (most cells empty, a few crowded) every slot still equals ``searchsorted(cuts, x)``,
+    cuts themselves, values between them, outside them and NaN (the missing slot) included."""
+    rng = np.random.default_rng(n_cuts)
+    cuts = np.unique(np.concatenate([rng.lognormal(0, 3, n_cuts), rng.uniform(-1, 1, n_cuts // 10)]))
+    lo, scale, table = slot_lookup(cuts)
+    assert len(table) - 1 == min(max(LUT_CELLS, len(cuts) // CUTS_PER_CELL), 4 * len(cuts))
+    x = np.concatenate([cuts, np.nextafter(cuts, np.inf), np.nextafter(cuts, -np.inf), rng.lognormal(0, 3, 50_000),
+                        [-np.inf, np.inf, cuts[0] - 1, cuts[-1] + 1, np.nan]])
+    out = np.empty(len(x), np.uint32)
+    value_slots(x, cuts, table, lo, scale, len(cuts) + 1, out)
+    expected = np.where(np.isnan(x), len(cuts) + 1, np.searchsorted(cuts, x, side="left"))
+    np.testing.assert_array_equal(out, expected)
 
 
 @pytest.mark.parametrize("batch_rows", [97, 1000, 20_000])
