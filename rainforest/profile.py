@@ -280,9 +280,17 @@ def _few_distinct(known, values, limit):
 
 
 def _sorted_distinct(values: np.ndarray, typ: pa.DataType) -> np.ndarray:
-    """The sorted distinct values of a batch: by marking for integers in a small range, else by sorting."""
+    """The sorted distinct values of a batch: by marking for integers in a small range, else by sorting
+    (one sort and a compare: ``np.unique`` hashes first and sorts what it found, twice the work when
+    most values are distinct, as continuous columns' are).  ``values`` holds no NaN."""
     marked = _integer_distinct(values, typ)
-    return marked if marked is not values else np.unique(values)
+    if marked is not values or len(values) == 0:
+        return marked
+    ordered = np.sort(values)
+    first = np.empty(len(ordered), np.bool_)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return ordered[first]
 
 
 def _integer_distinct(values: np.ndarray, typ: pa.DataType) -> np.ndarray:
