@@ -102,10 +102,10 @@ class Spill:
             if self._layout is None:
                 self._layout = (rows.S.dtype, rows.y.dtype, len(rows.w) > 0)
             part = part_of_node[rows.node]
-            for p in np.unique(part):
-                if p >= 0:
-                    mine = part == p
-                    self._append(int(p), rows if mine.all() else rows.take(mine))  # one partition: no copy
+            held = np.bincount(part + 1)  # rows per partition, dropped rows first (a count: np.unique sorts)
+            for p in np.flatnonzero(held[1:]):
+                whole = held[p + 1] == len(part)  # one partition: no copy
+                self._append(int(p), rows if whole else rows.take(part == p))
         return write
 
     def _append(self, p: int, rows: RowBlock) -> None:
