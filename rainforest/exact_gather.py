@@ -13,6 +13,7 @@ the winning split's slots are ranks again: the tree is the one counting a slot p
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numba
@@ -29,117 +30,175 @@ from .schema import NUMERIC
 _RANK_BITS = 32  # a key is (node, counted slot) above, the rank (an int32 slot) below
 
 
-@numba.njit(cache=True, nogil=True)
-def _pick(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counted, candidates, out_key, out_y, out_w,
-          fill):
-    """The rows whose counted slot is a candidate at their node: per attribute, node and row in row
-    order, its key (node, counted slot, rank), class and weight.  With ``fill`` False only counts them."""
-    n_slots = np.uint64(candidates.shape[1])
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _pick(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counted, group, out_group, out_rank,
+          out_y, out_w, at, fill):
+    """The rows whose counted slot is a candidate at their node, per (attribute, node) pair and row
+    in row order: their candidate cell's number ``group[k, c]`` (-1: not a candidate), rank, class
+    and weight (``out_w`` empty when every weight is one).  With ``fill`` False, ``at[p + 1]``
+    becomes pair ``p``'s count (a block may be a whole spill partition: outputs sized for all its
+    rows would cost more than this scan); with ``fill`` True pair ``p`` writes from ``at[p]``, so
+    the pairs run in parallel and the output is the serial one."""
     unit = w.shape[0] == 0
     direct = order.shape[0] == 0
-    m = 0
-    for j in range(attrs.shape[0]):
+    n_nodes = starts.shape[0]
+    for p in numba.prange(attrs.shape[0] * n_nodes):
+        j = p // n_nodes
+        k = p - j * n_nodes
         a = attrs[j]
         if shift[a] == 0:
             continue
         base = np.uint64(offsets[j])
-        for k in range(starts.shape[0]):
-            lo = starts[k]
-            for t in range(ends[k] - lo):
-                i = lo + t if direct else order[lo + t]
-                s = np.uint64(S[i, a])
-                c = base + counted_slot(s, shift[a], missing[a], n_counted[a])
-                if candidates[k, c]:
-                    if fill:
-                        out_key[m] = np.int64(((np.uint64(k) * n_slots + c) << np.uint64(_RANK_BITS)) | s)
-                        out_y[m] = y[i]
-                        out_w[m] = 1.0 if unit else w[i]
-                    m += 1
-    return m
+        lo = starts[k]
+        cells = group[k]
+        m = at[p] if fill else 0
+        for t in range(ends[k] - lo):
+            i = lo + t if direct else order[lo + t]
+            s = np.uint64(S[i, a])
+            g = cells[base + counted_slot(s, shift[a], missing[a], n_counted[a])]
+            if g >= 0:
+                if fill:
+                    out_group[m] = g
+                    out_rank[m] = s
+                    out_y[m] = y[i]
+                    if not unit:
+                        out_w[m] = w[i]
+                m += 1
+        if not fill:
+            at[p + 1] = m
+
+
+def _picked(m: int, y: np.ndarray, weighted: bool) -> tuple:
+    """Arrays for ``m`` picked rows: candidate cell, rank (below ``2**_RANK_BITS``, as keys hold it),
+    class (in the type of the codes ``y``) and weight (none when all are one): 9 bytes a row unweighted."""
+    return np.empty(m, np.int32), np.empty(m, np.uint32), np.empty(m, y.dtype), np.empty(m if weighted else 0)
 
 
 @numba.njit(cache=True, nogil=True)
-def _run_keys(key, order):
-    """The distinct keys of ``key``, in the sorted ``order``."""
-    n = 0
-    for t in range(order.shape[0]):
-        if t == 0 or key[order[t]] != key[order[t - 1]]:
-            n += 1
-    out = np.empty(n, np.int64)
-    u = -1
-    for t in range(order.shape[0]):
-        if t == 0 or key[order[t]] != key[order[t - 1]]:
-            u += 1
-            out[u] = key[order[t]]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _add_rows(key, cls, weight, order, counts, count_rows):
-    """Add each row (in ``order``: by key, row order within a key) to its key's cell of ``counts``."""
-    rows_channel = counts.shape[1] - 1
-    u = -1
-    for t in range(order.shape[0]):
-        i = order[t]
-        if t == 0 or key[i] != key[order[t - 1]]:
-            u += 1
-        add_row(counts[u], 0, cls[i], weight[i], count_rows, rows_channel)
+def _sum_cells(group, rank, cls, weight, high, first, span, n_channels, count_rows):
+    """The cells of picked rows: sorted keys ``(high[g] << 32) | rank`` and their class counts, each
+    cell's rows added in row order (:func:`rainforest.counting.add_row`).  A stable counting sort by
+    candidate cell, then per cell a scratch row per rank of its bin (``first[g]`` up to ``span[g]``
+    ranks): linear in the rows, where a sort of their keys was not."""
+    n, n_groups = group.shape[0], high.shape[0]
+    start = np.zeros(n_groups + 1, np.int64)
+    for i in range(n):
+        start[group[i] + 1] += 1
+    for g in range(n_groups):
+        start[g + 1] += start[g]
+    at = start[:-1].copy()
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        order[at[group[i]]] = i
+        at[group[i]] += 1
+    width = max(span.max(), 1) if n_groups else 1
+    mark = np.zeros(width, np.bool_)
+    touched = np.empty(width, np.int64)
+    n_cells = 0  # first the distinct ranks, to size the output
+    for g in range(n_groups):
+        nt = 0
+        for t in range(start[g], start[g + 1]):
+            r = rank[order[t]] - first[g]
+            if not mark[r]:
+                mark[r] = True
+                touched[nt] = r
+                nt += 1
+        for u in range(nt):
+            mark[touched[u]] = False
+        n_cells += nt
+    keys = np.empty(n_cells, np.int64)
+    counts = np.zeros((n_cells, n_channels))
+    scratch = np.zeros((width, n_channels))
+    unit = weight.shape[0] == 0
+    rows_channel = n_channels - 1
+    m = 0
+    for g in range(n_groups):
+        nt = 0
+        for t in range(start[g], start[g + 1]):
+            i = order[t]
+            r = rank[i] - first[g]
+            if not mark[r]:
+                mark[r] = True
+                touched[nt] = r
+                nt += 1
+            add_row(scratch[r], 0, cls[i], 1.0 if unit else weight[i], count_rows, rows_channel)
+        ranks = np.sort(touched[:nt])
+        for u in range(nt):
+            r = ranks[u]
+            keys[m] = (high[g] << _RANK_BITS) | (first[g] + r)
+            counts[m] = scratch[r]
+            scratch[r] = 0.0
+            mark[r] = False
+            m += 1
+    return keys, counts
 
 
 def _union(keys_a, counts_a, keys_b, counts_b) -> tuple[np.ndarray, np.ndarray]:
     """Cells of two states added key by key (``a``'s first: ``0 + a + b`` is ``a + b``, as AVC-groups merge)."""
-    key = np.concatenate([keys_a, keys_b])
-    order = np.argsort(key, kind="stable")
-    keys = _run_keys(key, order)
+    keys = np.union1d(keys_a, keys_b)
     counts = np.zeros((len(keys), counts_a.shape[1]))
-    _add_cells(key, np.concatenate([counts_a, counts_b]), order, counts)
+    counts[np.searchsorted(keys, keys_a)] += counts_a  # keys are unique in each: no cell is indexed twice
+    counts[np.searchsorted(keys, keys_b)] += counts_b
     return keys, counts
 
 
-@numba.njit(cache=True, nogil=True)
-def _add_cells(key, cells, order, counts):
-    u = -1
-    for t in range(order.shape[0]):
-        i = order[t]
-        if t == 0 or key[i] != key[order[t - 1]]:
-            u += 1
-        for c in range(cells.shape[1]):
-            counts[u, c] += cells[i, c]
+@dataclass(frozen=True)
+class CandidateCells:
+    """A read's candidate cells, numbered in key order: cell ``g`` is slot ``high[g] % n_slots`` of
+    node ``high[g] // n_slots``; its ranks are ``first[g]`` up to ``first[g] + span[g]`` (a bin of
+    ``2**shift`` ranks, or the one missing rank)."""
+
+    number: np.ndarray  # (n_nodes, n_slots): a candidate's cell number, -1 elsewhere
+    high: np.ndarray
+    first: np.ndarray
+    span: np.ndarray
+
+    @classmethod
+    def of(cls, candidates: np.ndarray, level: AvcPass) -> "CandidateCells":
+        high = np.flatnonzero(candidates.ravel())
+        number = np.full(candidates.shape, -1, np.int32)
+        number.ravel()[high] = np.arange(len(high), dtype=np.int32)
+        c, offsets = level.counted, level.group_offsets()
+        slot = high % candidates.shape[1]
+        j = np.searchsorted(offsets, slot, side="right") - 1
+        a, b = level.attrs[j], (slot - offsets[j]).astype(np.uint64)
+        missing = b == c.n_counted[a]
+        first = np.where(missing, c.missing[a], b << c.shift[a]).astype(np.int64)
+        span = np.where(missing, 1, np.uint64(1) << c.shift[a]).astype(np.int64)
+        return cls(number, high.astype(np.int64), first, span)
 
 
 @dataclass
 class ValueState:
     """The value cells summed so far (sorted unique ``keys``, their ``(n, n_channels)`` ``counts``) and
-    the rows picked since, in row order (``pending``: key, class and weight arrays), which
-    :meth:`settle` adds to their cells: once per read, not once per batch."""
+    the rows picked since (``pending``: per block, candidate cell, rank, class and weight arrays, in
+    row order), which :meth:`settle` sums: once per read, not once per batch.  ``cells``: the read's
+    :class:`CandidateCells` (None for a state that only merges others)."""
 
     keys: np.ndarray
     counts: np.ndarray
     weighted: bool
+    cells: CandidateCells | None = None
     pending: list = field(default_factory=list)
 
     @classmethod
-    def empty(cls, n_channels: int, weighted: bool) -> "ValueState":
-        return cls(np.zeros(0, np.int64), np.zeros((0, n_channels)), weighted)
+    def empty(cls, n_channels: int, weighted: bool, cells: CandidateCells | None = None) -> "ValueState":
+        return cls(np.zeros(0, np.int64), np.zeros((0, n_channels)), weighted, cells)
 
     def settle(self) -> "ValueState":
-        """Add the pending rows to their cells, each cell's in row order after what it held
-        (:func:`rainforest.counting.add_row`'s rule: a row of weight 0 adds no row count)."""
+        """Sum the pending rows into cells (each cell's rows in row order, by
+        :func:`rainforest.counting.add_row`'s rule: a row of weight 0 adds no row count) and add
+        them to the cells held, as AVC-groups merge.  (Gathering serves whole-number weights only,
+        :func:`rainforest.plan.counted_slots_for`: every sum here is exact, whatever its order.)"""
         if not self.pending:
             return self
-        key, cls, weight = (np.concatenate(p) for p in zip(*self.pending))
+        group, rank, cls, weight = (np.concatenate(p) for p in zip(*self.pending))
         self.pending = []
-        order = np.argsort(key, kind="stable")  # row order within each key
-        keys = _run_keys(key, order)
-        counts = np.zeros((len(keys), self.counts.shape[1]))
-        if len(self.keys):  # a cell held already starts from what it held
-            at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
-            held = self.keys[at] == keys
-            counts[held] = self.counts[at[held]]
-            only = ~np.isin(self.keys, keys)
-        _add_rows(key, cls, weight, order, counts, self.weighted)
-        if len(self.keys) and only.any():
-            keys, counts = _union(self.keys[only], self.counts[only], keys, counts)
+        cells = self.cells
+        keys, counts = _sum_cells(group, rank, cls, weight, cells.high, cells.first, cells.span,
+                                  self.counts.shape[1], self.weighted)
+        if len(self.keys):
+            keys, counts = _union(self.keys, self.counts, keys, counts)
         self.keys, self.counts = keys, counts
         return self
 
@@ -170,8 +229,12 @@ class ValuePass:
     def order_free(self) -> bool:
         return self.level.order_free
 
+    @functools.cached_property
+    def cells(self) -> CandidateCells:
+        return CandidateCells.of(self.candidates, self.level)
+
     def new_state(self) -> ValueState:
-        return ValueState.empty(self.level.n_channels, self.level.weighted)
+        return ValueState.empty(self.level.n_channels, self.level.weighted, self.cells)
 
     def shrink(self, state: ValueState) -> ValueState:
         """The state as it leaves a worker: its cells summed there (:func:`rainforest.storage.base.travelling`)."""
@@ -207,13 +270,14 @@ class ValuePass:
     def _add(self, state, S, y, w, order, starts, ends) -> ValueState:
         task, c = self.level, self.level.counted
         args = (S, y, w, order, starts, ends, task.attrs, task.group_offsets(), c.shift, c.missing, c.n_counted,
-                self.candidates)
-        m = _pick(*args, np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), False)
-        if m == 0:
-            return state
-        key, cls, weight = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m)
-        _pick(*args, key, cls, weight, True)
-        state.pending.append((key, cls, weight))
+                self.cells.number)
+        at = np.zeros(len(task.attrs) * len(starts) + 1, np.int64)
+        _pick(*args, *_picked(0, y, False), at, False)
+        np.cumsum(at, out=at)
+        if at[-1]:
+            out = _picked(int(at[-1]), y, len(w) > 0)
+            _pick(*args, *out, at, True)
+            state.pending.append(out)
         return state
 
     def merge(self, a: ValueState, b: ValueState) -> ValueState:
@@ -222,7 +286,7 @@ class ValuePass:
         b.settle()
         if len(b.keys) == 0 or len(a.keys) == 0:
             return b if len(a.keys) == 0 else a
-        return ValueState(*_union(a.keys, a.counts, b.keys, b.counts), a.weighted)
+        return ValueState(*_union(a.keys, a.counts, b.keys, b.counts), a.weighted, a.cells)
 
 
 def candidate_bins_of(avc, offsets, kinds, binned, n_classes, weighted, criterion, params, min_weight_leaf,
