@@ -5,8 +5,9 @@ For every Agrawal function (``--functions``, default F7) and training size (``--
 10M rows) fits, each in its own child process (killed after ``--time-limit``), a depth ``--depth``
 tree on the Parquet folder:
 
-* ``exact-bins``  -- ``DecisionTreeClassifier(max_bins=None)``: wide numeric attributes counted in bins
-  of ranks, the candidate bins' values gathered (issue 13; the default);
+* ``exact-bins``  -- ``DecisionTreeClassifier(max_bins=None)``, the default: wide numeric attributes
+  counted in bins of ranks, the candidate bins' values gathered (issue 13), except for data of at
+  most ``plan.SMALL_EXACT_ROWS`` rows kept in memory, counted as ``exact-slots`` (faster there);
 * ``exact-slots`` -- the same, counting one slot per distinct value (as before issue 13: the baseline,
   ``GrowParams(exact_bins=0)``);
 * ``binned``      -- ``DecisionTreeClassifier(max_bins=255)``: the histogram tree, the cost to reach.

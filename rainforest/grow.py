@@ -153,7 +153,14 @@ class _Growth:
         self.weighted = schema.weight is not None or class_weight is not None
         self.n_channels = self.n_classes + (1 if self.weighted else 0)
         avc_budget = budget_bytes // 2
-        self.counted = counted_slots_for(supply, schema, params, class_weight, self.n_channels, avc_budget)
+        self.local = not getattr(supply.source, "distributed", False)  # spill and keep in place in this process
+        # RF-Hybrid: rows of nodes whose families fit a quarter of the budget are kept in memory by
+        # a data pass; their subtrees are then counted over those rows, costing no data pass.
+        # Not from a distributed source: its passes return only AVC-groups, never rows.
+        self.memory_rows = (budget_bytes // 4) // row_bytes(schema, self.weighted) \
+            if params.hybrid and self.local else 0
+        self.counted = counted_slots_for(supply, schema, params, class_weight, self.n_channels, avc_budget,
+                                         self.memory_rows)
         self.binned = self.counted.binned
         self.offsets = self.counted.offsets()  # of the counted slots in an AVC-group
         self.slot_offsets = schema.slot_offsets()  # of the slots rows hold: the lead attribute is chosen by them
@@ -174,7 +181,6 @@ class _Growth:
         self.per_pass = max(1, (avc_budget // 2 if self.subtract else avc_budget) // node_bytes)
         self.parents_cap = avc_budget // 2 // node_bytes if self.subtract else 0
         self.stats = GrowStats(attribute_groups=len(self.groups), binned_attributes=int(self.binned.sum()))
-        self.local = not getattr(supply.source, "distributed", False)  # spill and keep in place in this process
         self.nodes = Nodes()
         # rows known from profiling let RF-Hybrid pull the root
         self.nodes.add_leaf(np.zeros(self.n_classes), n_rows, 0.0, root_depth)
@@ -186,13 +192,8 @@ class _Growth:
         self.total_weight = 0.0
         self.max_depth = depth_limit(params.max_depth)
         self.level = 0
-        # RF-Hybrid: rows of nodes whose families fit a quarter of the budget are kept in memory by
-        # a data pass; their subtrees are then counted over those rows, costing no data pass.
-        self.in_memory: set[int] = set()
+        self.in_memory: set[int] = set()  # RF-Hybrid's nodes whose rows are kept (self.memory_rows)
         self.spill_refused = False  # the spill folder's disk is too small: read the source instead
-        # Not from a distributed source: its passes return only AVC-groups, never rows.
-        self.memory_rows = (budget_bytes // 4) // row_bytes(schema, self.weighted) \
-            if params.hybrid and self.local else 0
 
     # -- plan ----------------------------------------------------------------------------------
     def plan_level(self) -> _Level:

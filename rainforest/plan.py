@@ -118,8 +118,11 @@ def families_to_pull(nodes: Nodes, frontier: list[int], in_memory: set, room_row
     return pull if pull and sum(nodes.n_node_samples[n] for n in pull) <= room_rows else []
 
 
+SMALL_EXACT_ROWS = 1 << 19  # up to here, rows kept in memory are counted faster one slot per value
+
+
 def counted_slots_for(supply: RowSupply, schema: Schema, params, class_weight: np.ndarray | None, n_channels: int,
-                      avc_budget: int) -> CountedSlots:
+                      avc_budget: int, kept_rows: int = 0) -> CountedSlots:
     """What the AVC-groups count (:mod:`rainforest.count_bins`): exact mode's wide numeric attributes in
     bins of ranks, whose candidate bins' values a second read of each level's rows gathers, where
     that read is cheap: rows kept in memory, spilled (RF-Write) or kept by the workers.  Where every
@@ -130,14 +133,25 @@ def counted_slots_for(supply: RowSupply, schema: Schema, params, class_weight: n
 
     Bins change the order in which a node's weights are added (a bin's sum, then the bins'), which
     leaves sums of whole numbers as they are but not others: with fractional sample or class weights,
-    exact mode counts one slot per value, so that its trees keep their floats, bit for bit."""
+    exact mode counts one slot per value, so that its trees keep their floats, bit for bit.
+
+    Small data (at most :data:`SMALL_EXACT_ROWS` rows, all of which fit ``kept_rows``, the rows
+    RF-Hybrid keeps in memory) is counted one slot per value too, where its AVC-group fits the
+    budget: nodes counted from kept rows then get compact AVC-groups over their own values
+    (:mod:`rainforest.compact`), faster than two reads a level below about half a million rows
+    (Agrawal F7, depth 10: 200k rows 0.44 s against 0.78 s; 500k 1.05 s against 1.15 s; 1M 2.28 s
+    against 1.94 s)."""
     source = supply.source
     fractional = (schema.weight is not None and schema.fractional_weights is not False) or (
         class_weight is not None and bool(np.any(class_weight != np.floor(class_weight))))
     if fractional or (getattr(source, "transfer_mode", None) is not None and getattr(source, "distributed", False)):
         return counted_slots(schema, None)
     binned = counted_slots(schema, params.exact_bins)
-    if binned.binned.any() and not params.write and not (params.hybrid and getattr(source, "keeps_partitions", False)):
+    if not binned.binned.any():
+        return binned
+    small = params.compact and supply.n_rows <= min(SMALL_EXACT_ROWS, kept_rows)
+    rereads = params.write or (params.hybrid and getattr(source, "keeps_partitions", False))
+    if small or not rereads:
         dense = counted_slots(schema, None)
         if group_bytes(dense.offsets(), np.arange(len(schema.attributes)), n_channels) <= avc_budget:
             return dense

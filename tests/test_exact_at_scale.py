@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import dataset_path
-from rainforest import DecisionTreeClassifier, tree_setup
+from rainforest import DecisionTreeClassifier, plan, tree_setup
 from rainforest.errors import BudgetError
 from rainforest.grow import GrowParams
 from rainforest.storage import DaskSource, DuckDBSource, ParquetSource
@@ -20,6 +20,28 @@ from rainforest.storage import DaskSource, DuckDBSource, ParquetSource
 # dask's own Parquet reader calls a pandas method pandas deprecates; not ours to fix
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning",
                                         "ignore:The inplace keyword:FutureWarning")
+
+
+@pytest.fixture(autouse=True)
+def _bins_at_any_size(monkeypatch):
+    """These tests prove the bins on data small enough to run here, which rows kept in memory would
+    otherwise count one slot per value (plan.SMALL_EXACT_ROWS; its own test below restores it)."""
+    monkeypatch.setattr(plan, "SMALL_EXACT_ROWS", 0)
+
+
+def test_small_data_kept_in_memory_counts_one_slot_per_value(monkeypatch):
+    """Below plan.SMALL_EXACT_ROWS rows, when all of them fit the memory RF-Hybrid keeps them in,
+    exact mode counts one slot per value (compact AVC-groups, faster there); when they do not fit, or
+    past that size, in bins.  The same tree every way."""
+    table = pq.read_table(dataset_path("magic"))
+    binned = DecisionTreeClassifier(max_bins=None, max_depth=8).fit(table, target="class")
+    monkeypatch.setattr(plan, "SMALL_EXACT_ROWS", 1 << 19)
+    small = DecisionTreeClassifier(max_bins=None, max_depth=8).fit(table, target="class")
+    spilled = DecisionTreeClassifier(max_bins=None, max_depth=8, memory_budget="1500KB").fit(table, target="class")
+    assert binned.grow_stats_.binned_attributes > 0
+    assert small.grow_stats_.binned_attributes == 0 and small.grow_stats_.candidate_reads == 0
+    assert spilled.grow_stats_.binned_attributes > 0  # rows that do not fit in memory: bins
+    assert small.tree_.to_json() == binned.tree_.to_json() == spilled.tree_.to_json()
 
 
 def _one_slot_per_value(monkeypatch):

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rainforest import DecisionTreeClassifier
+from rainforest import DecisionTreeClassifier, plan
 from rainforest import rows as rows_module
 from rainforest import spill as spill_module
 from rainforest import tree_setup
@@ -119,10 +119,11 @@ def _spy_compact(monkeypatch) -> list:
 def test_exact_nodes_from_kept_rows(datasets, monkeypatch, case):
     """In exact mode, nodes counted from kept rows give RF-Read's tree, bit for bit: with nulls in wide
     and narrow numeric columns, categorical splits (binary subsets and multiway), sample and class
-    weights, entropy, one thread or all.  Without fractional weights the wide column (``fnlwgt``) is
-    counted in bins of ranks and its candidate bins' values gathered (rainforest/exact_gather.py);
-    with them, one slot per value, each node's AVC-group over the slots its own rows hold
-    (rainforest/compact.py), so that its weights are added in the same order as RF-Read's."""
+    weights, entropy, one thread or all.  Rows this few, kept in memory, are counted one slot per
+    value, each node's AVC-group over the slots its own rows hold (rainforest/compact.py), its
+    weights added in the same order as RF-Read's.  Without fractional weights, past
+    plan.SMALL_EXACT_ROWS rows, the wide column (``fnlwgt``) is counted in bins of ranks and its
+    candidate bins' values gathered (rainforest/exact_gather.py): the same tree."""
     calls = _spy_compact(monkeypatch)
     data = pq.read_table(datasets("adult_train"))
     rng = np.random.default_rng(4)
@@ -141,12 +142,15 @@ def test_exact_nodes_from_kept_rows(datasets, monkeypatch, case):
     assert not calls and read.grow_stats_.binned_attributes == 0  # one node's slots fit: one pass a level
     hybrid = DecisionTreeClassifier(algorithm="hybrid", **params).fit(data, **fit)
     stats = hybrid.grow_stats_
-    if fractional:
-        assert calls and max(calls) > 1 and stats.binned_attributes == 0  # several nodes at once, compact
-    else:
-        assert not calls and stats.binned_attributes == 1 and stats.candidate_reads > 0
+    assert calls and max(calls) > 1 and stats.binned_attributes == 0  # several nodes at once, compact
     assert hybrid.tree_.to_json() == read.tree_.to_json()
     assert hybrid.n_passes_ == 2
+    if not fractional:  # counted in bins as past plan.SMALL_EXACT_ROWS rows: the same tree
+        calls.clear()
+        monkeypatch.setattr(plan, "SMALL_EXACT_ROWS", 0)
+        binned = DecisionTreeClassifier(algorithm="hybrid", **params).fit(data, **fit)
+        assert not calls and binned.grow_stats_.binned_attributes == 1 and binned.grow_stats_.candidate_reads > 0
+        assert binned.tree_.to_json() == read.tree_.to_json() and binned.n_passes_ == 2
 
 
 def test_compact_search_below_rf_vertical_passes(table, monkeypatch):
