@@ -192,8 +192,7 @@ class ValueState:
         :func:`rainforest.plan.counted_slots_for`: every sum here is exact, whatever its order.)"""
         if not self.pending:
             return self
-        group, rank, cls, weight = (np.concatenate(p) for p in zip(*self.pending))
-        self.pending = []
+        group, rank, cls, weight = self._joined()
         cells = self.cells
         keys, counts = _sum_cells(group, rank, cls, weight, cells.high, cells.first, cells.span,
                                   self.counts.shape[1], self.weighted)
@@ -201,6 +200,20 @@ class ValueState:
             keys, counts = _union(self.keys, self.counts, keys, counts)
         self.keys, self.counts = keys, counts
         return self
+
+    def _joined(self) -> tuple:
+        """The pending rows as one set of arrays, each block's freed once copied (a read's picked rows
+        are held once, not twice, at its deepest levels the largest thing the gathering holds)."""
+        first = self.pending[0]
+        out = tuple(np.empty(sum(len(p[i]) for p in self.pending), first[i].dtype) for i in range(len(first)))
+        at = np.zeros(len(first), np.int64)
+        self.pending.reverse()
+        while self.pending:
+            block = self.pending.pop()
+            for i, a in enumerate(block):
+                out[i][at[i]:at[i] + len(a)] = a
+                at[i] += len(a)
+        return out
 
     def value_counts(self, n_slots: int) -> ValueCounts:
         """The cells as :class:`rainforest.exact_bins.ValueCounts` (node, counted slot of ``n_slots``, rank)."""
@@ -303,13 +316,33 @@ def candidate_bins_of(avc, offsets, kinds, binned, n_classes, weighted, criterio
     return candidates
 
 
+REFINED_SLOTS = 1 << 20  # nodes are refined and searched in chunks of about this many slots
+
+
 def exact_splits(avc, candidates, values: ValueCounts, offsets, kinds, binned, n_classes, weighted, criterion,
                  params, min_weight_leaf, lead) -> list:
     """The best split of each node over its binned AVC-group refined with the candidate bins' values
     (:func:`rainforest.exact_bins.refined_splits`): per node ``None`` (no valid split) or ``(score,
     attribute, left_slot, right_slot, inf_threshold, n_branches, branches, block)``: the attribute's
     index in the group, the slots the attribute's own (ranks), ``branches`` and ``block`` over the
-    node's refined slots of it (its missing slot last)."""
+    node's refined slots of it (its missing slot last).  Nodes are refined a chunk of about
+    :data:`REFINED_SLOTS` slots at a time, so a deep level's refined groups are never all held."""
+    k, n_slots = candidates.shape
+    per_node = n_slots + np.bincount(values.node, minlength=k)
+    ends = np.searchsorted(values.node, np.arange(k + 1))  # each node's first value cell
+    out, first = [], 0
+    while first < k:
+        last = first + max(1, int(np.searchsorted(np.cumsum(per_node[first:]), REFINED_SLOTS, side="right")))
+        v = slice(ends[first], ends[last])
+        part = ValueCounts(values.node[v] - first, values.slot[v], values.value[v], values.counts[v])
+        out += _chunk_splits(avc[first:last], candidates[first:last], part, offsets, kinds, binned, n_classes,
+                             weighted, criterion, params, min_weight_leaf, lead)
+        first = last
+    return out
+
+
+def _chunk_splits(avc, candidates, values, offsets, kinds, binned, n_classes, weighted, criterion, params,
+                  min_weight_leaf, lead) -> list:
     refined = refine(avc, None, None, offsets, kinds, candidates, values)
     splits = refined_splits(refined, kinds, n_classes, weighted, criterion, params.multiway,
                             float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive, lead)
@@ -327,6 +360,7 @@ def exact_splits(avc, candidates, values: ValueCounts, offsets, kinds, binned, n
             left_rank, right_rank = refined.high[lo + sp.left], refined.low[lo + sp.right]
             if np.isnan(left_rank) or np.isnan(right_rank):
                 raise AssertionError("an exact threshold beside a bin whose values were not gathered")
+        # copies: a view would keep the chunk's whole refined block alive as long as the split is
         out.append((sp.score, a, int(left_rank), int(right_rank), sp.inf_threshold, sp.n_branches,
-                    sp.branches[:hi - lo], refined.block[lo:hi]))
+                    sp.branches[:hi - lo].copy(), refined.block[lo:hi].copy()))
     return out

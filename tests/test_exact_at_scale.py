@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import dataset_path
-from rainforest import DecisionTreeClassifier, plan, tree_setup
+from rainforest import DecisionTreeClassifier, exact_gather, plan, tree_setup
 from rainforest.errors import BudgetError
 from rainforest.grow import GrowParams
 from rainforest.storage import DaskSource, DuckDBSource, ParquetSource
@@ -42,6 +42,20 @@ def test_small_data_kept_in_memory_counts_one_slot_per_value(monkeypatch):
     assert small.grow_stats_.binned_attributes == 0 and small.grow_stats_.candidate_reads == 0
     assert spilled.grow_stats_.binned_attributes > 0  # rows that do not fit in memory: bins
     assert small.tree_.to_json() == binned.tree_.to_json() == spilled.tree_.to_json()
+
+
+def test_nodes_refined_a_chunk_at_a_time_give_the_same_tree(monkeypatch):
+    """exact_gather.exact_splits refines a level's nodes in chunks of about REFINED_SLOTS slots: one
+    node a chunk gives the tree of all at once."""
+    table = pq.read_table(dataset_path("magic"))
+    whole = DecisionTreeClassifier(max_bins=None, max_depth=8).fit(table, target="class")
+    calls = []
+    refine = exact_gather.refine
+    monkeypatch.setattr(exact_gather, "refine", lambda avc, *a: calls.append(len(avc)) or refine(avc, *a))
+    monkeypatch.setattr(exact_gather, "REFINED_SLOTS", 1)
+    chunked = DecisionTreeClassifier(max_bins=None, max_depth=8).fit(table, target="class")
+    assert set(calls) == {1} and len(calls) > whole.get_depth()  # one node a chunk, several chunks a level
+    assert chunked.tree_.to_json() == whole.tree_.to_json()
 
 
 def _one_slot_per_value(monkeypatch):
