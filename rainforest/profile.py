@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from .errors import DataError
 from .profile_data import ColumnProfile, Profile, midpoint, midpoints, quantile_edges  # noqa: F401 (public here too)
 from .rowhash import row_hash
+from .threads import run_ranges
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
                      check_weight_total, lower_bound, numeric_values, plain_numbers, present_rows)
 
@@ -66,6 +67,7 @@ class ProfileTask:
             at = self._reserve(p, n if chosen is None else len(chosen))
             p.sample_hash[at:p.n_sample] = h if chosen is None else h[chosen]
         j = 0  # the numeric column's index in the sample
+        distinct_jobs = []  # exact mode: (column profile, present values, type), sorted on threads below
         for name, cp in p.columns.items():
             col = batch.column(name)
             if cp.kind == CATEGORICAL:
@@ -85,14 +87,13 @@ class ProfileTask:
             if cp.distinct is not None:
                 ok = x if present == n else x[~np.isnan(x)]
                 if self.exact:
-                    cp.pending.append(_sorted_distinct(ok, col.type))
-                    if sum(len(u) for u in cp.pending) > max(len(cp.distinct), 1 << 16):
-                        cp.distinct_values()
+                    distinct_jobs.append((cp, ok, col.type))
                 else:  # only whether there are at most max_bins distinct values matters
                     cp.distinct = few_distinct(cp.distinct, _integer_distinct(ok, col.type), self.max_bins)
             if not self.exact:
                 p.sample[at:p.n_sample, j] = x if chosen is None else x[chosen]
             j += 1
+        run_ranges(len(distinct_jobs), lambda lo, hi: [_add_distinct(*job) for job in distinct_jobs[lo:hi]])
         if not self.exact and p.n_sample > 2 * self.sample_rows:
             self._prune(p)
         return p
@@ -277,6 +278,15 @@ def _few_distinct(known, values, limit):
         buf[lo] = v
         k += 1
     return buf[:k].copy(), True
+
+
+def _add_distinct(cp: ColumnProfile, values: np.ndarray, typ: pa.DataType) -> None:
+    """Add a batch's distinct values to an exact column's profile, merging the pending ones once they
+    outgrow the held ones.  Columns are independent: their sorts (which release the GIL) run on
+    threads, :func:`rainforest.threads.run_ranges`, each column's in batch order."""
+    cp.pending.append(_sorted_distinct(values, typ))
+    if sum(len(u) for u in cp.pending) > max(len(cp.distinct), 1 << 16):
+        cp.distinct_values()
 
 
 def _sorted_distinct(values: np.ndarray, typ: pa.DataType) -> np.ndarray:
