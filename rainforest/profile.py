@@ -16,11 +16,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DataError
-from .profile_data import ColumnProfile, Profile, midpoint, midpoints, quantile_edges  # noqa: F401 (public here too)
+from .profile_data import (ColumnProfile, Profile, midpoint, midpoints, quantile_edges,  # noqa: F401 (public here too)
+                           unique_sorted)
 from .rowhash import row_hash
-from .threads import run_ranges
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
                      check_weight_total, lower_bound, numeric_values, plain_numbers, present_rows)
+from .threads import run_ranges
 
 @dataclass
 class ProfileTask:
@@ -294,13 +295,7 @@ def _sorted_distinct(values: np.ndarray, typ: pa.DataType) -> np.ndarray:
     (one sort and a compare: ``np.unique`` hashes first and sorts what it found, twice the work when
     most values are distinct, as continuous columns' are).  ``values`` holds no NaN."""
     marked = _integer_distinct(values, typ)
-    if marked is not values or len(values) == 0:
-        return marked
-    ordered = np.sort(values)
-    first = np.empty(len(ordered), np.bool_)
-    first[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    return ordered[first]
+    return marked if marked is not values else unique_sorted(np.sort(values))
 
 
 def _integer_distinct(values: np.ndarray, typ: pa.DataType) -> np.ndarray:

@@ -29,13 +29,13 @@ class ColumnProfile:
             dtype = np.result_type(self.distinct.dtype, new.dtype)  # as one concatenation types them
             new = new.astype(dtype, copy=False)
             new.sort(kind="stable")  # timsort: it merges the sorted runs
-            m, merged = _merge_distinct(self.distinct.astype(dtype, copy=False), _distinct_sorted(new))
+            m, merged = _merge_distinct(self.distinct.astype(dtype, copy=False), unique_sorted(new))
             self.distinct = merged[:m]
         return self.distinct
 
 
-def _distinct_sorted(values: np.ndarray) -> np.ndarray:
-    """The distinct values of a sorted array."""
+def unique_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values of a sorted array (``np.unique`` without its sort)."""
     if len(values) == 0:
         return values
     first = np.empty(len(values), np.bool_)
