@@ -368,45 +368,58 @@ def _place_children(first_task, first_cell, cells, group_node, n_children, new_g
         v = child_start[width]
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def _regroup_rows(S, y, w, starts, ends, group_node, n_children, new_group, block, branch, S2, y2, w2, new_starts,
                   new_ends, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots):
     """:meth:`KeptRows.regroup`'s stable partition (:mod:`rainforest.partition`): each group is cut
     into blocks of ``block`` rows that threads take in turn; a block routes its rows one step
-    (:func:`step`), noting each row's branch in ``branch``, and counts them per branch;
-    :func:`rainforest.partition.place` gives each block where its rows of each branch go, the
-    groups following one another, and the blocks copy their rows there.  Every child's group is
-    its rows in row order, whatever the number of threads.
+    (:func:`step`), noting each row's branch in ``branch``, and counts them per branch
+    (:func:`_route_blocks`); :func:`rainforest.partition.place` gives each block where its rows of
+    each branch go, the groups following one another (:func:`_place_children`), and the blocks copy
+    their rows there (:func:`_copy_blocks`).  Every child's group is its rows in row order, whatever
+    the number of threads.
 
-    The serial steps are kernels of their own (:func:`_block_cells`, :func:`_place_children`): in a
-    ``parallel=True`` kernel Numba makes every array expression a parallel loop too.  The two loops
-    over blocks stay written out here: moved into functions of their own, the routing took three
-    times as long."""
+    Four kernels called in turn, not one: the one ``parallel=True`` kernel holding both loops over
+    blocks took 4 s to compile, a third of ``rainforest demo``'s first run."""
     first_task, task_group, first_cell, cells = _block_cells(starts, ends, group_node, n_children, block)
+    _route_blocks(S, starts, ends, group_node, task_group, first_task, first_cell, cells, block, branch, feature,
+                  first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots)
+    _place_children(first_task, first_cell, cells, group_node, n_children, new_group, first_child, new_starts,
+                    new_ends)
+    _copy_blocks(S, y, w, starts, ends, task_group, first_task, first_cell, cells, block, branch, S2, y2, w2)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _route_blocks(S, starts, ends, group_node, task_group, first_task, first_cell, cells, block, branch, feature,
+                  first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots):
+    """Each row's branch into ``branch``, each block's count per branch into its cells."""
     for task in numba.prange(task_group.shape[0]):
         g = task_group[task]
         k = group_node[g]
         width = (first_cell[g + 1] - first_cell[g]) // (first_task[g + 1] - first_task[g])
-        mine = cells[first_cell[g] + (task - first_task[g]) * width:]
+        base = first_cell[g] + (task - first_task[g]) * width
         lo = starts[g] + (task - first_task[g]) * block
+        fc = first_child[k]
         for i in range(lo, min(ends[g], lo + block)):
-            b = 0 if first_child[k] < 0 else step(S, i, k, feature, first_child, slot_branch, branch_offset,
-                                                  slot_cut, missing_branch, n_slots) - first_child[k]
+            b = 0 if fc < 0 else step(S, i, k, feature, first_child, slot_branch, branch_offset, slot_cut,
+                                      missing_branch, n_slots) - fc
             branch[i] = b
-            mine[b] += 1
-    _place_children(first_task, first_cell, cells, group_node, n_children, new_group, first_child, new_starts,
-                    new_ends)
+            cells[base + b] += 1
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _copy_blocks(S, y, w, starts, ends, task_group, first_task, first_cell, cells, block, branch, S2, y2, w2):
+    """Each row copied where its block's cell for its branch says (-1: a dropped child's rows, not copied)."""
     weighted = w.shape[0] > 0
     for task in numba.prange(task_group.shape[0]):
         g = task_group[task]
         width = (first_cell[g + 1] - first_cell[g]) // (first_task[g + 1] - first_task[g])
-        mine = cells[first_cell[g] + (task - first_task[g]) * width:]
+        base = first_cell[g] + (task - first_task[g]) * width
         lo = starts[g] + (task - first_task[g]) * block
         for i in range(lo, min(ends[g], lo + block)):
-            d = mine[branch[i]]
+            d = cells[base + branch[i]]
             if d < 0:
                 continue
-            mine[branch[i]] = d + 1
+            cells[base + branch[i]] = d + 1
             for a in range(S.shape[1]):
                 S2[d, a] = S[i, a]
             y2[d] = y[i]
