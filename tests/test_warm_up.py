@@ -51,6 +51,38 @@ def test_warm_up_compiles_the_specializations_fits_use():
         assert all(seen["before"][k] for k in seen["before"])
 
 
+ROUTING_PROBE = textwrap.dedent("""
+    import json
+    import numpy as np
+    import pyarrow as pa
+    from rainforest import DecisionTreeClassifier, rows, tree, warm_up
+    kernels = {"cells": rows._block_cells, "route": rows._route_blocks, "place": rows._place_children,
+               "copy": rows._copy_blocks, "predict": tree.route_rows}
+    warm_up.compile_routing(n_attributes=3, n_classes=2)
+    warm_up.compile_prediction()
+    before = {k: sorted(map(str, d.signatures)) for k, d in kernels.items()}
+    rng = np.random.default_rng(0)
+    table = pa.table({"a": rng.random(3000), "b": rng.integers(0, 9, 3000), "c": rng.normal(size=3000).astype(np.float32),
+                      "y": rng.integers(0, 2, 3000)})
+    clf = DecisionTreeClassifier(max_depth=5).fit(table, target="y")
+    clf.predict(table)
+    after = {k: sorted(map(str, d.signatures)) for k, d in kernels.items()}
+    print(json.dumps({"before": before, "after": after, "kept": int(clf.grow_stats_.kept_rows)}))
+""")
+
+
+def test_warm_up_compiles_the_routing_and_prediction_a_binned_fit_uses():
+    """``rainforest demo`` compiles the kept rows' regroup (compile_routing) before its first fit and
+    the child compiles prediction (compile_prediction): a binned, unweighted fit and its predictions
+    then add no specialization of those kernels, so neither is compiled twice."""
+    out = subprocess.run([sys.executable, "-c", ROUTING_PROBE], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["kept"] > 0  # the fit kept its rows in memory, so it regrouped them
+    assert seen["after"] == seen["before"]
+    assert all(len(v) == 1 for v in seen["before"].values())
+
+
 def test_numeric_search_without_categorical_code_finds_the_same_splits():
     """A search over numeric attributes only (max_exhaustive dropped to None, the specialization
     without categorical code) chooses what the search with a categorical attribute beside them
