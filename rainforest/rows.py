@@ -325,16 +325,15 @@ def _keep_rows(S, y, w, node, group_of, limits, ends, S_out, y_out, w_out):
     return True
 
 
-@numba.njit(cache=True, nogil=True)
 def _block_cells(starts, ends, group_node, n_children, block):
     """The blocks of :func:`_regroup_rows` (``first_task``, ``task_group``) and their cells: a count
-    per (block, branch), starting at ``first_cell[g]`` for group ``g``."""
-    n_groups = starts.shape[0]
+    per (block, branch), starting at ``first_cell[g]`` for group ``g``.  (Plain numpy over the groups:
+    a kernel of its own cost 0.7 s to compile.)"""
     first_task, task_group = cut_blocks(ends - starts, block)
-    first_cell = np.zeros(n_groups + 1, np.int64)
-    for g in range(n_groups):
-        first_cell[g + 1] = first_cell[g] + (first_task[g + 1] - first_task[g]) * max(1, n_children[group_node[g]])
-    return first_task, task_group, first_cell, np.zeros(first_cell[n_groups], np.int64)
+    per_block = np.maximum(1, n_children[group_node])
+    first_cell = np.zeros(len(starts) + 1, np.int64)
+    np.cumsum(np.diff(first_task) * per_block, out=first_cell[1:])
+    return first_task, task_group, first_cell, np.zeros(first_cell[-1], np.int64)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -55,8 +55,8 @@ ROUTING_PROBE = textwrap.dedent("""
     import json
     import numpy as np
     import pyarrow as pa
-    from rainforest import DecisionTreeClassifier, rows, tree, warm_up
-    kernels = {"cells": rows._block_cells, "route": rows._route_blocks, "place": rows._place_children,
+    from rainforest import DecisionTreeClassifier, partition, rows, tree, warm_up
+    kernels = {"blocks": partition.cut_blocks, "route": rows._route_blocks, "place": rows._place_children,
                "copy": rows._copy_blocks, "predict": tree.route_rows}
     warm_up.compile_routing(n_attributes=3, n_classes=2)
     warm_up.compile_prediction()
