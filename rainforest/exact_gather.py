@@ -316,6 +316,53 @@ def candidate_bins_of(avc, offsets, kinds, binned, n_classes, weighted, criterio
     return candidates
 
 
+def picked_row_bytes(weighted: bool) -> int:
+    """Bytes the gathering holds per picked row at its peak: the pending arrays and their joined copy
+    (cell, rank, class: 9 bytes; 17 weighted) and the counting sort's order (8).  The summed cells are
+    at most one a row, and usually far fewer."""
+    return 2 * (9 + (8 if weighted else 0)) + 8
+
+
+def gather_groups(avc, candidates, n_classes: int, weighted: bool, positions: np.ndarray,
+                  room_rows: int) -> list[np.ndarray]:
+    """``positions`` (of nodes in ``avc``, read from one place) in consecutive groups whose candidate
+    rows (what their AVC-groups count in candidate bins: the rows a read of their values picks) stay
+    within ``room_rows``: each group is one read of the level's rows, and a node whose candidate rows
+    alone exceed the room is a group of its own.  The gathering's memory is so bounded by the budget,
+    not by the rows (issue 13, item 2), at the price of further reads."""
+    rows = avc[..., -1] if weighted else avc[..., :n_classes].sum(axis=-1)  # the row-count channel, or the classes
+    expected = (rows * candidates).sum(axis=1)[positions]
+    groups, first, held = [], 0, 0.0
+    for i, e in enumerate(expected):
+        if i > first and held + e > room_rows:
+            groups.append(positions[first:i])
+            first, held = i, 0.0
+        held += e
+    return groups + [positions[first:]] if len(positions) else []
+
+
+def gather_values(supply, make_task, candidates, chunk: list, idx: np.ndarray, from_memory: bool, level: int,
+                  n_tree_nodes: int) -> tuple[ValueCounts, int, int]:
+    """The value cells of the nodes at ``idx`` (positions in ``chunk``) by one read of their rows
+    (``supply.count`` of a :class:`ValuePass`; ``make_task(node_pos)`` gives the level's
+    :class:`rainforest.avc.AvcPass` counting those nodes), renumbered ``0 .. len(idx) - 1`` as
+    :func:`exact_splits` takes them; with the reads made (0 when no node has a candidate bin) and the
+    passes over the data among them."""
+    reading = idx[candidates[idx].any(axis=1)]
+    node_pos = np.full(n_tree_nodes, -1, np.int32)
+    node_pos[np.asarray(chunk)[reading]] = reading
+    task = ValuePass(make_task(node_pos), candidates)
+    state, reads, from_data = task.new_state(), 0, 0
+    if len(reading):
+        state, from_data = supply.count(task, f"values of {int(candidates[reading].sum())} candidate bin(s)",
+                                        from_memory, [chunk[k] for k in reading], level)
+        reads = 1
+    values = state.value_counts(candidates.shape[1])
+    renumber = np.full(len(chunk), -1, np.int64)
+    renumber[idx] = np.arange(len(idx))
+    return ValueCounts(renumber[values.node], values.slot, values.value, values.counts), reads, from_data
+
+
 REFINED_SLOTS = 1 << 20  # nodes are refined and searched in chunks of about this many slots
 
 

@@ -24,7 +24,7 @@ from .avc import AvcPass
 from .compact import compact_splits, scratch_for, wide_attributes
 from .count_bins import EXACT_BINS
 from .criteria import CRITERIA, best_splits
-from .exact_gather import ValuePass, ValueState, candidate_bins_of, exact_splits
+from .exact_gather import candidate_bins_of, exact_splits, gather_groups, gather_values, picked_row_bytes
 from .meter import PassMeter  # noqa: F401  (re-exported: the pass meter of growth)
 from .nodes import Nodes
 from .plan import (attribute_groups, counted_slots_for, families, families_to_pull, group_bytes, lead_of,
@@ -161,6 +161,7 @@ class _Growth:
             if params.hybrid and self.local else 0
         self.counted = counted_slots_for(supply, schema, params, class_weight, self.n_channels, avc_budget,
                                          self.memory_rows)
+        self.gather_rows = (budget_bytes // 4) // picked_row_bytes(self.weighted)  # exact_gather.gather_groups
         self.binned = self.counted.binned
         self.offsets = self.counted.offsets()  # of the counted slots in an AVC-group
         self.slot_offsets = schema.slot_offsets()  # of the slots rows hold: the lead attribute is chosen by them
@@ -295,25 +296,25 @@ class _Growth:
         kinds, binned = self.schema.kinds[attrs], self.binned[attrs]
         candidates = candidate_bins_of(avc, group_offsets, kinds, binned, self.n_classes, self.weighted, self.crit,
                                        self.params, self.min_weight_leaf, lead)
-        node_pos = np.full(len(self.nodes.feature), -1, np.int32)
-        node_pos[chunk] = np.arange(len(chunk))
-        state = ValueState.empty(self.n_channels, self.weighted)
+
+        def make_task(node_pos):
+            return AvcPass(self.schema, level.routing, node_pos, len(chunk), self.n_channels, self.class_weight,
+                           self.weighted, attrs, store=self.supply.store, counted=self.counted)
+
+        found = [None] * len(chunk)
         for from_memory in (False, True):
-            part = [n for k, n in enumerate(chunk) if (n in self.in_memory) == from_memory and candidates[k].any()]
-            if not part:
-                continue
-            mine = np.full(len(node_pos), -1, np.int32)
-            mine[part] = node_pos[part]
-            task = ValuePass(AvcPass(self.schema, level.routing, mine, len(chunk), self.n_channels, self.class_weight,
-                                     self.weighted, attrs, store=self.supply.store, counted=self.counted), candidates)
-            got, from_data = self.supply.count(task, f"values of {int(candidates.sum())} candidate bin(s)",
-                                               from_memory, part, level.number)
-            level.passes += from_data
-            self.stats.candidate_reads += 1
-            state = task.merge(state, got)  # the parts' nodes differ: no cell is summed twice
-        self.stats.candidate_values += len(state.settle().keys)
-        found = exact_splits(avc, candidates, state.value_counts(candidates.shape[1]), group_offsets, kinds, binned,
-                             self.n_classes, self.weighted, self.crit, self.params, self.min_weight_leaf, lead)
+            here = np.array([k for k, n in enumerate(chunk) if (n in self.in_memory) == from_memory], np.int64)
+            for idx in gather_groups(avc, candidates, self.n_classes, self.weighted, here, self.gather_rows):
+                values, reads, from_data = gather_values(self.supply, make_task, candidates, chunk, idx, from_memory,
+                                                         level.number, len(self.nodes.feature))
+                level.passes += from_data
+                self.stats.candidate_reads += reads
+                self.stats.candidate_values += len(values)
+                run = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx  # a view when it can
+                splits = exact_splits(avc[run], candidates[run], values, group_offsets, kinds, binned, self.n_classes,
+                                      self.weighted, self.crit, self.params, self.min_weight_leaf, lead)
+                for k, split in zip(idx, splits):
+                    found[k] = split
         for k, node in enumerate(chunk):
             if found[k] is None:
                 continue

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import dataset_path
-from rainforest import DecisionTreeClassifier, exact_gather, plan, tree_setup
+from rainforest import DecisionTreeClassifier, exact_gather, grow, plan, tree_setup
 from rainforest.errors import BudgetError
 from rainforest.grow import GrowParams
 from rainforest.storage import DaskSource, DuckDBSource, ParquetSource
@@ -56,6 +56,26 @@ def test_nodes_refined_a_chunk_at_a_time_give_the_same_tree(monkeypatch):
     chunked = DecisionTreeClassifier(max_bins=None, max_depth=8).fit(table, target="class")
     assert set(calls) == {1} and len(calls) > whole.get_depth()  # one node a chunk, several chunks a level
     assert chunked.tree_.to_json() == whole.tree_.to_json()
+
+
+@pytest.mark.parametrize("budget", [None, "1500KB"])
+def test_gathering_without_room_reads_a_node_at_a_time_for_the_same_tree(monkeypatch, budget):
+    """The gathering's memory is bounded (exact_gather.gather_groups): nodes whose candidate rows
+    exceed the room are gathered in further reads of the level's rows, down to one node a read.
+    With no room at all (every node alone), kept rows or spilled, the tree is the same; the reads
+    are more, and the two sets of reads are counted."""
+    table = pq.read_table(dataset_path("magic"))
+    kw = dict(max_bins=None, max_depth=8) | ({"memory_budget": budget} if budget else {})
+    roomy = DecisionTreeClassifier(**kw).fit(table, target="class")
+    monkeypatch.setattr(grow, "picked_row_bytes", lambda weighted: 1 << 60)  # room for no row: a node a read
+    cramped = DecisionTreeClassifier(**kw).fit(table, target="class")
+    assert cramped.tree_.to_json() == roomy.tree_.to_json()
+    assert cramped.grow_stats_.candidate_values == roomy.grow_stats_.candidate_values
+    if budget is None:  # room for all: a read a level; without: a read per node with candidate bins
+        assert roomy.grow_stats_.candidate_reads <= cramped.get_depth()
+        assert cramped.grow_stats_.candidate_reads > 3 * roomy.grow_stats_.candidate_reads
+    else:  # 1.5 MB: the room (a quarter of it) already parts some levels' nodes, and chunks part them too
+        assert cramped.grow_stats_.candidate_reads > roomy.grow_stats_.candidate_reads
 
 
 def _one_slot_per_value(monkeypatch):
