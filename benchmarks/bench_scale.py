@@ -80,7 +80,7 @@ def _mark(text: str) -> None:
 def _run_rainforest(args, max_bins) -> dict:
     import numba
 
-    from rainforest import DecisionTreeClassifier
+    from rainforest import DecisionTreeClassifier, plan
     from rainforest.datasets import agrawal_table
 
     kw = {"max_depth": args.depth, "max_bins": max_bins}
@@ -89,10 +89,14 @@ def _run_rainforest(args, max_bins) -> dict:
     if args.spill_dir:
         kw["spill_dir"] = args.spill_dir
 
-    # Warm-up: load (or compile and cache) the Numba kernels outside the timed fit.
+    # Warm-up: load (or compile and cache) the Numba kernels outside the timed fit.  Exact mode's on
+    # rows counted as the big fit counts them: in bins (not one slot per value, as small data would be)
+    # and with uint32 ranks (more than 65,535 distinct values).
     t0 = time.perf_counter()
-    warm = agrawal_table(5000, function=args.function, seed=SEED + 1)
-    DecisionTreeClassifier(**kw).fit(warm, target=LABEL).predict(warm)
+    warm = agrawal_table(5000 if max_bins else 100_000, function=args.function, seed=SEED + 1)
+    default = plan.SMALL_EXACT_ROWS
+    for plan.SMALL_EXACT_ROWS in (0, default):  # bins, then small data's one slot per value (it ends as it was)
+        DecisionTreeClassifier(**kw).fit(warm, target=LABEL).predict(warm)
     warmup = time.perf_counter() - t0
     del warm
 
@@ -659,7 +663,8 @@ def write_markdown(path: Path, rows, info) -> None:
         + (": for Spark " + ", ".join(f"{rows_label(r['rows'])} F{r['function']} {_fmt(r.get('tree_peak_rss_mb'), '.0f')} MB sampled"
                                        f" vs {_fmt(r.get('peak_rss_mb'), '.0f')} MB reported" for r in spark_rows)
            if spark_rows else "") + ". A killed child's peak is the sum of the VmHWM the sampler last saw of each process in its session.",
-        "- Every child first runs an untimed warm-up fit on 5,000 rows (rainforest: Numba kernels from the "
+        "- Every child first runs an untimed warm-up fit on 5,000 rows (rainforest exact: 100,000 rows counted "
+        "in bins, as the big fits count them; rainforest: Numba kernels from the "
         "cache; peers: first-call set-up; Spark: session start and JIT). Before each contender the parent "
         "reads the training files once (page cache) when they take less than half the RAM.",
         f"- Repeats: each contender fits up to {info.get('repeats', 1)} time(s) in a row in its process at sizes "
