@@ -344,12 +344,9 @@ def main(argv=None) -> int:
     harness.add_common_options(p, CONTENDERS, 3600.0, "seconds per contender and size (default 3600)", "bayes")
     args = p.parse_args(argv)
 
-    if args.child:
-        return harness.child(args.child, lambda: RUNNERS[args.child](args.train, args.test, args.function,
-                                                                     args.repeats), "seconds")
-    if args.generate:
-        harness.generate(Path(args.generate), json.loads(args.meta))
-        return 0
+    code = harness.internal_mode(args, lambda: RUNNERS[args.child](args.train, args.test, args.function, args.repeats), "seconds")
+    if code is not None:
+        return code
 
     if args.repeats < 1 or args.rounds < 1:
         p.error("--repeats and --rounds must be at least 1")

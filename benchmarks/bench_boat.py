@@ -20,7 +20,6 @@ Fit times include reading the data. Writes ``<out>.md``, ``<out>.json`` and ``<o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -182,20 +181,15 @@ def main(argv=None) -> int:
     p.add_argument("--contenders", default=",".join(CONTENDERS))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "boat"))
     p.add_argument("--data-root", default=str(ROOT / "benchmarks" / "data"))
-    p.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
-    p.add_argument("--train", help=argparse.SUPPRESS)
-    p.add_argument("--test", help=argparse.SUPPRESS)
+    harness.add_child_options(p, CONTENDERS)
     p.add_argument("--function", type=int, help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--generate", help=argparse.SUPPRESS)
-    p.add_argument("--meta", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        args.rows = args.n
-        return harness.child(args.child, lambda: RUNNERS[args.child](args), "fit_seconds")
-    if args.generate:
-        harness.generate(Path(args.generate), json.loads(args.meta))
-        return 0
+        args.rows = args.n  # a child fits one size
+    code = harness.internal_mode(args, lambda: RUNNERS[args.child](args), "fit_seconds")
+    if code is not None:
+        return code
     contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
     info = {**harness.run_info(PACKAGES), "rows_list": args.rows, "functions": args.functions, "depth": args.depth,
             "time_limit": args.time_limit, "memory_budget": args.memory_budget, "contenders": contenders}

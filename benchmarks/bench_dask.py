@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import statistics
 import sys
@@ -326,11 +325,9 @@ def main(argv=None) -> int:
     harness.add_common_options(p, CONTENDERS, 3600.0, "seconds per contender (default 3600)", "dask")
     args = p.parse_args(argv)
 
-    if args.child:
-        return harness.child(args.child, lambda: _run(args.child, args.train, args.test, args), "seconds")
-    if args.generate:
-        harness.generate(Path(args.generate), json.loads(args.meta))
-        return 0
+    code = harness.internal_mode(args, lambda: _run(args.child, args.train, args.test, args), "seconds")
+    if code is not None:
+        return code
 
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     if not algorithms or any(a not in ALGORITHMS for a in algorithms):

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import sys
 import tempfile
 import time
@@ -104,19 +103,13 @@ def main(argv=None) -> int:
     p.add_argument("--contenders", default=",".join(CONTENDERS))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "exact"))
     p.add_argument("--data-root", default=str(ROOT / "benchmarks" / "data"))
-    p.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
-    p.add_argument("--train", help=argparse.SUPPRESS)
-    p.add_argument("--test", help=argparse.SUPPRESS)
+    harness.add_child_options(p, CONTENDERS)
     p.add_argument("--model", help=argparse.SUPPRESS)
     p.add_argument("--function", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--generate", help=argparse.SUPPRESS)
-    p.add_argument("--meta", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.child:
-        return harness.child(args.child, lambda: run(args), "fit_seconds")
-    if args.generate:
-        harness.generate(Path(args.generate), json.loads(args.meta))
-        return 0
+    code = harness.internal_mode(args, lambda: run(args), "fit_seconds")
+    if code is not None:
+        return code
     contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
     info = {**harness.run_info(PACKAGES), "rows_list": args.rows, "functions": args.functions, "depth": args.depth,
             "time_limit": args.time_limit, "memory_budget": args.memory_budget, "contenders": contenders}

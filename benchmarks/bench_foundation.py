@@ -26,7 +26,6 @@ process image) as the peak, with ``ru_maxrss`` alongside.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -261,12 +260,9 @@ def main(argv=None) -> int:
     harness.add_common_options(p, CONTENDERS, 1800.0, "seconds per contender (default 1800)", "foundation")
     args = p.parse_args(argv)
 
-    if args.child:
-        return harness.child(args.child, lambda: RUNNERS[args.child](args.train, args.test, args.depth,
-                                                                     args.function), "fit_seconds")
-    if args.generate:
-        harness.generate(Path(args.generate), json.loads(args.meta))
-        return 0
+    code = harness.internal_mode(args, lambda: RUNNERS[args.child](args.train, args.test, args.depth, args.function), "fit_seconds")
+    if code is not None:
+        return code
 
     if args.rows < 1 or args.files < 1 or args.files > args.rows:
         p.error("--rows must be >= 1 and --files between 1 and --rows")

@@ -814,19 +814,13 @@ def main(argv=None) -> int:
                    help="run nothing: rewrite <out>.md and <out>.png from <out>.json (e.g. to pick up a later "
                         "1B result from --one-billion-json)")
     # internal: child modes
-    p.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
-    p.add_argument("--train", help=argparse.SUPPRESS)
-    p.add_argument("--test", help=argparse.SUPPRESS)
+    harness.add_child_options(p, CONTENDERS)
     p.add_argument("--function", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--generate", help=argparse.SUPPRESS)
-    p.add_argument("--meta", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
-    if args.child:
-        return harness.child(args.child, lambda: RUNNERS[args.child](args), "fit_seconds")
-    if args.generate:
-        harness.generate(Path(args.generate), json.loads(args.meta))
-        return 0
+    code = harness.internal_mode(args, lambda: RUNNERS[args.child](args), "fit_seconds")
+    if code is not None:
+        return code
 
     if args.report_only:
         try:

@@ -711,11 +711,9 @@ def main(argv=None) -> int:
     p.add_argument("--build-duckdb", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
-    if args.child:
-        return harness.child(args.child, lambda: _run(args.child, args), "seconds")
-    if args.generate:
-        harness.generate(Path(args.generate), json.loads(args.meta))
-        return 0
+    code = harness.internal_mode(args, lambda: _run(args.child, args), "seconds")
+    if code is not None:
+        return code
     if args.load or args.build_duckdb:  # the loader and builder children: one JSON line
         out = _load(args.load, args.train, args.function) if args.load else _build_duckdb(args.build_duckdb, args.train)
         print(json.dumps(out), flush=True)

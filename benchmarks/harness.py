@@ -233,12 +233,28 @@ def add_common_options(p: argparse.ArgumentParser, contenders, timeout: float, t
                    help=f"prefix of the .md/.json/.png results (default benchmarks/results/{out_name})")
     p.add_argument("--data-root", default=str(ROOT / "benchmarks" / "data"),
                    help="folder of generated data sets (default benchmarks/data)")
-    # internal: child modes
+    add_child_options(p, contenders)
+
+
+def add_child_options(p: argparse.ArgumentParser, contenders) -> None:
+    """The hidden options of a script's child modes (:func:`internal_mode`): ``--child`` (one of
+    ``contenders``), ``--train``, ``--test``, ``--generate`` and ``--meta``."""
     p.add_argument("--child", choices=contenders, help=argparse.SUPPRESS)
     p.add_argument("--train", help=argparse.SUPPRESS)
     p.add_argument("--test", help=argparse.SUPPRESS)
     p.add_argument("--generate", help=argparse.SUPPRESS)
     p.add_argument("--meta", help=argparse.SUPPRESS)
+
+
+def internal_mode(args, run, time_key: str) -> int | None:
+    """The exit code of a script run in a child mode: ``--child`` (:func:`child` of ``run``) or
+    ``--generate`` (:func:`generate`); None when it runs as itself."""
+    if args.child:
+        return child(args.child, run, time_key)
+    if args.generate:
+        generate(Path(args.generate), json.loads(args.meta))
+        return 0
+    return None
 
 
 def parse_contenders(p: argparse.ArgumentParser, text: str, contenders) -> list:
