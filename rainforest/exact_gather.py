@@ -173,16 +173,16 @@ class ValueState:
     """The value cells summed so far (sorted unique ``keys``, their ``(n, n_channels)`` ``counts``) and
     the rows picked since (``pending``: per block, candidate cell, rank, class and weight arrays, in
     row order), which :meth:`settle` sums: once per read, not once per batch.  ``cells``: the read's
-    :class:`CandidateCells` (None for a state that only merges others)."""
+    :class:`CandidateCells`."""
 
     keys: np.ndarray
     counts: np.ndarray
     weighted: bool
-    cells: CandidateCells | None = None
+    cells: CandidateCells
     pending: list = field(default_factory=list)
 
     @classmethod
-    def empty(cls, n_channels: int, weighted: bool, cells: CandidateCells | None = None) -> "ValueState":
+    def empty(cls, n_channels: int, weighted: bool, cells: CandidateCells) -> "ValueState":
         return cls(np.zeros(0, np.int64), np.zeros((0, n_channels)), weighted, cells)
 
     def settle(self) -> "ValueState":

@@ -377,8 +377,8 @@ def _regroup_rows(S, y, w, starts, ends, group_node, n_children, new_group, bloc
     their rows there (:func:`_copy_blocks`).  Every child's group is its rows in row order, whatever
     the number of threads.
 
-    Four kernels called in turn, not one: the one ``parallel=True`` kernel holding both loops over
-    blocks took 4 s to compile, a third of ``rainforest demo``'s first run."""
+    A numpy step and three kernels called in turn, not one kernel: the one ``parallel=True`` kernel
+    holding both loops over blocks took 4 s to compile, a third of ``rainforest demo``'s first run."""
     first_task, task_group, first_cell, cells = _block_cells(starts, ends, group_node, n_children, block)
     _route_blocks(S, starts, ends, group_node, task_group, first_task, first_cell, cells, block, branch, feature,
                   first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots)

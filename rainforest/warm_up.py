@@ -75,8 +75,8 @@ def compile_prediction() -> None:
 
 
 def start(categorical: bool) -> subprocess.Popen | None:
-    """:func:`compile_search` in a child process (None where one cannot be started); the caller
-    waits for it or stops it (:func:`stop`)."""
+    """:func:`compile_search`, then :func:`compile_prediction`, in a child process (None where one
+    cannot be started); the caller waits for it or stops it (:func:`stop`)."""
     try:
         return subprocess.Popen([sys.executable, "-m", "rainforest.warm_up", "1" if categorical else "0"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -17,9 +17,9 @@ from rainforest.split_bounds import box_bound
 
 @dataclass
 class Gathered:
-    """The rows of candidate bins (a reference for rainforest.exact_gather.ValuePass): in row order: the node (its index among the refined nodes), the
-    attribute and bin (AVC-group slot) they were counted in, their value, class and weight (empty:
-    unit weights)."""
+    """The rows of candidate bins (a reference for rainforest.exact_gather.ValuePass), in row order:
+    the node (its index among the refined nodes), the attribute and bin (AVC-group slot) they were
+    counted in, their value, class and weight (empty: unit weights)."""
 
     node: np.ndarray
     slot: np.ndarray
@@ -29,7 +29,6 @@ class Gathered:
 
     def __len__(self) -> int:
         return len(self.node)
-
 
 
 def _sum_rows(rows: Gathered, n_channels: int, weighted: bool) -> ValueCounts:
