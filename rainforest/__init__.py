@@ -4,6 +4,8 @@ Public API
 ----------
 DecisionTreeClassifier
     The out-of-core decision tree (exact or binned splits, gini / entropy / gain ratio).
+DecisionTreeRegressor
+    The same tree for a numeric target (CART's variance reduction, scikit-learn's ``squared_error``).
 NaiveBayesClassifier
     Naive Bayes in one pass (Gaussian or binned numerics, Laplace-corrected categories).
 AdaBoostClassifier
@@ -32,10 +34,11 @@ from .errors import BudgetError, DataError, ModelError, NotFittedError
 # import ...``): importing them compiles nothing but loads Numba, which a program that only reads
 # a saved model's metadata or the version need not pay for.
 _LAZY = {"DecisionTreeClassifier": "estimators", "load": "estimators", "root_avc_group": "estimators",
+         "DecisionTreeRegressor": "regressor",
          "NaiveBayesClassifier": "bayes", "AdaBoostClassifier": "boosting", "RandomForestClassifier": "forest",
          "Tree": "tree"}
 
-__all__ = ["DecisionTreeClassifier", "NaiveBayesClassifier", "AdaBoostClassifier", "RandomForestClassifier", "load",
+__all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "NaiveBayesClassifier", "AdaBoostClassifier", "RandomForestClassifier", "load",
            "root_avc_group", "Tree", "DataError", "BudgetError", "ModelError",
            "NotFittedError"]
 __version__ = "0.1.0"

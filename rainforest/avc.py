@@ -52,7 +52,7 @@ def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows,
             for t in range(ends[k] - lo):
                 i = np.uint64(lo + t) if direct else np.uint64(rows[t])
                 c = counted_slot(np.uint64(S[i, a]), sh, miss, nc)
-                add_row(node, (base + c) * stride, np.uint64(y[i]), 1.0 if unit else w[i], count_rows, n_classes)
+                add_row(node, (base + c) * stride, y[i], 1.0 if unit else w[i], count_rows, n_classes)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -12,7 +12,7 @@ import math
 import numba
 import numpy as np
 
-from .split_scores import ENTROPY, GAIN_RATIO, LN2, impurity, slot_rows, two_way
+from .split_scores import ENTROPY, GAIN_RATIO, LN2, SQUARED_ERROR, impurity, slot_rows, two_way, weight_of
 
 
 @numba.njit(cache=True)
@@ -41,16 +41,14 @@ def _record_subset(best_left, cats, mask):
 
 
 @numba.njit(cache=True)
-def _proportion_order(block, lo, cats, n_classes, cls):
-    """The present categories ``cats`` (indices into it) by ascending share of class ``cls``, ties
-    in slot order (a stable sort)."""
+def _proportion_order(block, lo, cats, n_classes, cls, criterion):
+    """The present categories ``cats`` (indices into it) by ascending share of class ``cls`` (under
+    squared error: by mean target), ties in slot order (a stable sort)."""
     k = len(cats)
     ratio = np.empty(k)
     for i in range(k):
-        w = 0.0
-        for c in range(n_classes):
-            w += block[lo + cats[i], c]
-        ratio[i] = block[lo + cats[i], cls] / w if w > 0 else 0.0
+        w = weight_of(block[lo + cats[i], :n_classes], criterion)
+        ratio[i] = block[lo + cats[i], 1 if criterion == SQUARED_ERROR else cls] / w if w > 0 else 0.0
     return stable_argsort(ratio)
 
 
@@ -94,7 +92,8 @@ def categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, p
     """Best two-way subset split of one categorical attribute (the missing slot is a category too).
 
     Two classes: the best prefix of the categories sorted by class-1 proportion, which is the
-    optimal subset for gini and entropy (Breiman et al., 1984), in O(k log k).  More classes, up to
+    optimal subset for gini and entropy (Breiman et al., 1984), in O(k log k); squared error: the best
+    prefix of the categories sorted by mean target, optimal too (Breiman et al.).  More classes, up to
     ``max_exhaustive`` present categories: every subset.  Beyond: the best prefix of the ordering by
     each class's proportion, O(n_classes k log k) (a heuristic).  Writes the winning left-set over
     slots into ``best_left``.
@@ -110,7 +109,8 @@ def categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, p
     if k < 2:
         return best_score, found
     mask = np.zeros(k, np.bool_)
-    if n_classes > 2 and k <= max_exhaustive:
+    ordered = n_classes == 2 or criterion == SQUARED_ERROR  # one ordering holds the optimal subset
+    if not ordered and k <= max_exhaustive:
         for bits in range(1, 1 << (k - 1)):
             for i in range(k):
                 mask[i] = (bits >> i) & 1 == 1
@@ -122,12 +122,12 @@ def categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, p
                 _record_subset(best_left, cats, mask)
         return best_score, found
     # the orderings: O(k log k) each, the left set's class counts grown one category at a time
-    order_classes = 1 if n_classes == 2 else n_classes
+    order_classes = 1 if ordered else n_classes
     L = np.zeros(n_classes)
     R = np.zeros(n_classes)
     best_class, best_j = -1, -1
     for oc in range(order_classes):
-        order = _proportion_order(block, lo, cats, n_classes, 1 if n_classes == 2 else oc)
+        order = _proportion_order(block, lo, cats, n_classes, 1 if n_classes == 2 else oc, criterion)
         L[:] = 0.0
         n_left = 0.0
         for j in range(k - 1):
@@ -143,7 +143,7 @@ def categorical_binary(block, lo, m, n_classes, has_count, total, n_total, wn, p
                 best_class, best_j = oc, j
     if best_class >= 0:  # the winning prefix, written once (not at every improvement: O(k) each)
         found = True
-        order = _proportion_order(block, lo, cats, n_classes, 1 if n_classes == 2 else best_class)
+        order = _proportion_order(block, lo, cats, n_classes, 1 if n_classes == 2 else best_class, criterion)
         mask[:] = False
         for j in range(best_j + 1):
             mask[order[j]] = True
@@ -168,9 +168,7 @@ def categorical_multiway(block, lo, m, n_classes, has_count, total, n_total, wn,
             return -np.inf
         k += 1
         row = block[lo + s, :n_classes]
-        wj = 0.0
-        for c in range(n_classes):
-            wj += row[c]
+        wj = weight_of(row, criterion)
         if wj < min_weight:
             return -np.inf
         ij = impurity(row, wj, crit)

@@ -136,7 +136,7 @@ def compact_splits(kept, node_pos, n_nodes, schema: Schema, wide, scratch, n_cha
     _fill(kept.S, kept.y, kept.w, starts, ends, n_slots, wide, table, base, present, region, block, node_start,
           node_offsets, weighted)
     attr, score, left, right, inf_thr, n_branches, branches, branch_start = best_splits(
-        block, node_start, node_offsets, schema.kinds, len(schema.label.classes), weighted, crit, params.multiway,
+        block, node_start, node_offsets, schema.kinds, schema.label.n_channels, weighted, crit, params.multiway,
         float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive,
         sizes.max(axis=1) if n_nodes else 1, lead)
     out = []

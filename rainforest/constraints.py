@@ -11,6 +11,8 @@ from .params import (Anything, Boolean, ByteSize, ClassWeights, Columns, Fractio
 
 #: split criteria (rainforest.criteria.CRITERIA's names; a test holds them equal)
 CRITERION_NAMES = ("gini", "entropy", "gain_ratio")
+#: a regressor's (rainforest.criteria.REGRESSION_CRITERIA's names)
+REGRESSION_CRITERION_NAMES = ("squared_error",)
 #: how a decision tree meets its memory budget (see DecisionTreeClassifier's ``algorithm``)
 TREE_ALGORITHMS = ("hybrid", "write", "vertical", "read")
 #: the forest's
@@ -36,6 +38,13 @@ TREE_PARAMS = {
     "n_jobs": NJobs(),
     "random_state": (NoneValue(), Integer(0)),
     "verbose": (Integer(0), Boolean()),
+}
+
+#: the regression tree's: the tree's but for classes (no class weights) and its criterion; categorical
+#: attributes split in two (the subset found from the categories ordered by mean target)
+REGRESSION_TREE_PARAMS = {
+    **{k: v for k, v in TREE_PARAMS.items() if k not in ("class_weight", "categorical_split")},
+    "criterion": Options(REGRESSION_CRITERION_NAMES),
 }
 
 FOREST_PARAMS = {

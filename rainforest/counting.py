@@ -12,15 +12,47 @@ by one thread in every driver, so their results do not depend on the number of t
 """
 from __future__ import annotations
 
-import numba
+import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
 def add_row(cells, cell, c, weight, count_rows, rows_channel):
     """Add ``weight`` to class ``c`` of the cell starting at ``cells[cell]`` (``cells``: a node's
     AVC-group, flat, or a row of it) and, if ``count_rows``, one to its channel ``rows_channel``.
 
+    A regressor's rows hold a float target ``c`` (less the label's shift) instead of a class code: the
+    cell's channels are then ``(sum w, sum w y, sum w y**2)``, added as scikit-learn's ``MSE`` adds
+    them (``w y`` first, then ``w y * y``).  Numba compiles one or the other for the type of ``c``
+    (:func:`_add_row`); this Python body is the same rule for readers and for calls outside kernels.
+
     The index types are the caller's: unsigned ones spare numba's check for a negative index."""
-    cells[cell + c] += weight
+    if isinstance(c, (float, np.floating)):
+        wy = weight * c
+        cells[cell] += weight
+        cells[cell + 1] += wy
+        cells[cell + 2] += wy * c
+    else:
+        cells[cell + c] += weight
     if count_rows and weight != 0.0:  # a row of weight 0 counts as absent (schema.present_rows)
         cells[cell + rows_channel] += 1.0
+
+
+@overload(add_row, inline="always", jit_options={"cache": True, "nogil": True})
+def _add_row(cells, cell, c, weight, count_rows, rows_channel):
+    """:func:`add_row` in kernels, chosen by the type of ``c``: a class code, or a regressor's target."""
+    if isinstance(c, types.Float):
+        def target(cells, cell, c, weight, count_rows, rows_channel):
+            wy = weight * c
+            cells[cell] += weight
+            cells[cell + 1] += wy
+            cells[cell + 2] += wy * c
+            if count_rows and weight != 0.0:
+                cells[cell + rows_channel] += 1.0
+        return target
+
+    def code(cells, cell, c, weight, count_rows, rows_channel):
+        cells[cell + c] += weight
+        if count_rows and weight != 0.0:
+            cells[cell + rows_channel] += 1.0
+    return code

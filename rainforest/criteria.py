@@ -21,8 +21,9 @@ import numba
 import numpy as np
 
 from .categorical_splits import categorical_binary, categorical_multiway
-from .split_scores import (CRITERIA, ENTROPY, GAIN_RATIO, GINI, LN2, impurity,  # noqa: F401 (re-exported)
-                           score_binary, slot_rows, two_way)
+from .split_scores import (CRITERIA, CRITERION_CODES, ENTROPY, GAIN_RATIO, GINI, LN2,  # noqa: F401 (re-exported)
+                           REGRESSION_CHANNELS, REGRESSION_CRITERIA, SQUARED_ERROR, impurity, score_binary,
+                           slot_rows, two_way, weight_of)
 from .threads import run_ranges
 
 
@@ -152,9 +153,7 @@ def node_totals(block, offsets, lead, n_classes, has_count, criterion):
         for c in range(n_classes):
             total[c] += block[s, c]
         n_total += slot_rows(block, s, n_classes, has_count)
-    wn = 0.0
-    for c in range(n_classes):
-        wn += total[c]
+    wn = weight_of(total, criterion)
     return total, n_total, wn, impurity(total, wn, ENTROPY if criterion == GAIN_RATIO else criterion)
 
 

@@ -359,13 +359,13 @@ class RandomForestClassifier(Classifier):
 
     def _to_tree(self, nodes: Nodes, schema: Schema, combos, per_tree: int, t: int) -> Tree:
         if combos is None:
-            return nodes.to_tree(schema, self.criterion, len(schema.label.classes))
+            return nodes.to_tree(schema, self.criterion)
         p = len(schema.attributes)
         lo = p + t * per_tree
         nodes.feature = [f if f < p else f - lo + p for f in nodes.feature]  # the tree's own feature numbering
         mine = combos.take(np.arange(t * per_tree, (t + 1) * per_tree))
         own = Schema(list(schema.attributes) + mine.attributes(schema.names), schema.label, schema.weight)
-        return nodes.to_tree(own, self.criterion, len(schema.label.classes))
+        return nodes.to_tree(own, self.criterion)
 
     # -- out of bag --------------------------------------------------------------------------------
     def _thresholds(self) -> np.ndarray:

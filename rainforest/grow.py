@@ -23,13 +23,13 @@ import numpy as np
 from .avc import AvcPass
 from .compact import compact_splits, scratch_for, wide_attributes
 from .count_bins import EXACT_BINS
-from .criteria import CRITERIA, best_splits
+from .criteria import CRITERION_CODES, best_splits
 from .exact_gather import candidate_bins_of, exact_splits, gather_groups, gather_values, picked_row_bytes
 from .meter import PassMeter  # noqa: F401  (re-exported: the pass meter of growth)
 from .nodes import Nodes
 from .plan import (attribute_groups, counted_slots_for, families, families_to_pull, group_bytes, lead_of,
                    pack_families, spilled_loads)
-from .rows import KeptRows, class_dtype, row_bytes, slot_dtype
+from .rows import KeptRows, label_dtype, row_bytes, slot_dtype
 from .rules import branch_totals, depth_limit, node_criterion, node_totals, split_outcome
 from .schema import Schema
 from .spill import Spill, room_for, spilled_bytes
@@ -147,10 +147,11 @@ class _Growth:
                  class_weight: np.ndarray | None, n_rows: int, root_depth: int, whole_weight: float | None):
         self.supply, self.schema, self.params, self.class_weight = supply, schema, params, class_weight
         self.whole_weight = whole_weight
-        self.crit = CRITERIA[params.criterion]
+        self.crit = CRITERION_CODES[params.criterion]
         self.node_crit = node_criterion(self.crit)
-        self.n_classes = len(schema.label.classes)
-        self.weighted = schema.weight is not None or class_weight is not None
+        self.n_classes = schema.label.n_channels  # a regressor's: (sum w, sum w y, sum w y**2)
+        # a regressor's cells always count rows: its first channel is a weight, not a row count
+        self.weighted = schema.weight is not None or class_weight is not None or schema.label.regression
         self.n_channels = self.n_classes + (1 if self.weighted else 0)
         avc_budget = budget_bytes // 2
         self.local = not getattr(supply.source, "distributed", False)  # spill and keep in place in this process
@@ -178,11 +179,11 @@ class _Growth:
         # so its rows are not counted.  Only with unit weights, where counts are integers and the
         # difference is exact, and whole AVC-groups (not RF-Vertical); half of the AVC budget then
         # holds the parents kept for it.
-        self.subtract = not self.weighted and len(self.groups) == 1
+        self.subtract = not self.weighted and len(self.groups) == 1  # (never a regressor's: sums of y)
         self.per_pass = max(1, (avc_budget // 2 if self.subtract else avc_budget) // node_bytes)
         self.parents_cap = avc_budget // 2 // node_bytes if self.subtract else 0
         self.stats = GrowStats(attribute_groups=len(self.groups), binned_attributes=int(self.binned.sum()))
-        self.nodes = Nodes()
+        self.nodes = Nodes(regression=schema.label.regression)
         # rows known from profiling let RF-Hybrid pull the root
         self.nodes.add_leaf(np.zeros(self.n_classes), n_rows, 0.0, root_depth)
         self.frontier = [0]
@@ -253,7 +254,7 @@ class _Growth:
         rows_in_memory = None
         if ci >= level.n_dense:
             rows_in_memory = supply.load(chunk, [nodes.n_node_samples[n] for n in chunk], level.routing,
-                                         len(nodes.feature), self.schema, self.n_classes, self.weighted,
+                                         len(nodes.feature), self.schema, self.weighted,
                                          level.number)
         elif (self.wide.any() and self.root_done and not chunk_derived and set(members) == set(chunk)
               and all(n in self.in_memory for n in chunk)):
@@ -352,7 +353,7 @@ class _Growth:
             if level.pull and not from_memory:
                 task.keep_into = supply.kept = KeptRows(
                     level.pull, [nodes.n_node_samples[n] for n in level.pull], len(nodes.feature), self.n_attr,
-                    slot_dtype(self.schema), class_dtype(self.n_classes), self.weighted)
+                    slot_dtype(self.schema), label_dtype(self.schema.label), self.weighted)
             if level.write and not from_memory:
                 if supply.spill is None:
                     supply.spill = Spill(self.params.spill_dir, self.n_attr)
@@ -448,7 +449,7 @@ class _Growth:
     def result(self) -> tuple[Tree, GrowStats]:
         if self.supply.spill is not None:
             self.supply.spill.report(self.stats)
-        return self.nodes.to_tree(self.schema, self.params.criterion, self.n_classes), self.stats
+        return self.nodes.to_tree(self.schema, self.params.criterion), self.stats
 
 
 def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, crit, params, min_weight_leaf,

@@ -156,12 +156,18 @@ def accuracy(predict, X, y=None, target=None) -> float:
         raise DataError("score needs y, or target= with a path or a Source")
     source = to_source(X)
     source.check_columns([target])
-    pred = predict(source)
+    return float(np.mean(predict(source) == target_values(source, target)))
+
+
+def target_values(X, target: str) -> np.ndarray:
+    """The column ``target`` of a path or Source, read in a pass of its own (null values are an error)."""
+    source = to_source(X)
+    source.check_columns([target])
     labels = [b.column(0) for _, b in source.scan([target])]
     nulls = sum(col.null_count for col in labels)
     if nulls:
         raise DataError(f"the target column {target!r} of {source.description} has {nulls} null values")
-    return float(np.mean(pred == np.concatenate([col.to_numpy(zero_copy_only=False) for col in labels])))
+    return np.concatenate([col.to_numpy(zero_copy_only=False) for col in labels])
 
 
 def feature_tables(X, names: list, *, strict_names: bool, batch_size: int = 65536):

@@ -71,13 +71,15 @@ def check_document(doc, path: str, cls) -> None:
     check_params(at / "params", at.get(doc, "params"), cls)
     if doc.get("n_passes") is not None:
         check_int(at / "n_passes", doc["n_passes"], least=0)
-    part = {"DecisionTreeClassifier": "tree", "RandomForestClassifier": "forest", "NaiveBayesClassifier":
-            "naive_bayes", "AdaBoostClassifier": "boosting"}.get(estimator)
+    part = {"DecisionTreeClassifier": "tree", "DecisionTreeRegressor": "tree", "RandomForestClassifier": "forest",
+            "NaiveBayesClassifier": "naive_bayes", "AdaBoostClassifier": "boosting"}.get(estimator)
     if part is None:
         at.fail(f"no checks for the estimator {estimator!r}")
     body = at.get(doc, part)
     if part == "tree":
         check_tree(body, at / "tree")
+        if (body.get("task") == "regression") != bool(getattr(cls, "_regression", False)):
+            (at / "tree" / "task").fail(f"a {estimator} holds a {body.get('task', 'classification')} tree")
         check_list(at / "pruning", doc.get("pruning", []))
     elif part == "forest":
         check_forest(body, at / "forest")

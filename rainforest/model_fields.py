@@ -165,10 +165,12 @@ def _in_range(at: At, a: np.ndarray, least, most) -> np.ndarray:
     return a
 
 
-def matrix(at: At, v, n_rows: int, n_cols: int) -> np.ndarray:
-    """Counts (numbers in [0, MAX_COUNT]) of shape (n_rows, n_cols), as nested lists."""
+def matrix(at: At, v, n_rows: int, n_cols: int, signed: bool = False) -> np.ndarray:
+    """Counts (numbers in [0, MAX_COUNT]; ``signed``: any finite numbers, a regressor's means) of shape
+    (n_rows, n_cols), as nested lists."""
     check_list(at, v, n_rows)
     for k, row in enumerate(v):
         check_list(at / k, row, n_cols)
-    flat = float_array(at, [x for row in v for x in row], least=0, most=MAX_COUNT)
+    flat = float_array(at, [x for row in v for x in row], least=None if signed else 0,
+                       most=None if signed else MAX_COUNT)
     return flat.reshape(n_rows, n_cols)

@@ -35,6 +35,7 @@ class Nodes:
     n_node_samples: list = field(default_factory=list)
     impurity: list = field(default_factory=list)
     depth: list = field(default_factory=list)
+    regression: bool = False  # values are a regressor's (sum w, sum w y, sum w y**2), not class counts
 
     def add_leaf(self, value, n, imp, depth) -> int:
         self.feature.append(-2)
@@ -80,8 +81,9 @@ class Nodes:
 
     def pre_leaf(self, i: int, params, max_depth, min_weight_leaf) -> bool:
         """:func:`rainforest.rules.pre_leaf` of node ``i``."""
-        return pre_leaf(self.depth[i], self.n_node_samples[i], float(np.sum(self.value[i])), self.impurity[i],
-                        params, max_depth, min_weight_leaf)
+        weight = float(self.value[i][0]) if self.regression else float(np.sum(self.value[i]))
+        return pre_leaf(self.depth[i], self.n_node_samples[i], weight, self.impurity[i], params, max_depth,
+                        min_weight_leaf)
 
     def slot_routing(self, n_slots: np.ndarray) -> tuple:
         """The arrays :func:`rainforest.rows.descend` routes encoded rows with."""
@@ -89,10 +91,18 @@ class Nodes:
                 np.asarray(self.slot_branch, np.int32), np.asarray(self.branch_offset, np.int32),
                 np.asarray(self.slot_cut, np.int64), np.asarray(self.missing_branch, np.int32), n_slots)
 
-    def to_tree(self, schema: Schema, criterion: str, n_classes: int) -> Tree:
+    def to_tree(self, schema: Schema, criterion: str) -> Tree:
         """The model, numbered breadth first (children in branch order) whatever order growth split a
-        level's nodes in: :func:`rainforest.pruning.renumbered` (the numbering :func:`prune` gives)."""
-        value = np.asarray(self.value, np.float64).reshape(-1, n_classes)
+        level's nodes in: :func:`rainforest.pruning.renumbered` (the numbering :func:`prune` gives).
+
+        A regressor's nodes get their mean target as value (one column, as scikit-learn's) and their
+        ``sum w`` as weight."""
+        value = np.asarray(self.value, np.float64).reshape(-1, schema.label.n_channels)
+        weight = value.sum(axis=1)
+        if self.regression:
+            weight = value[:, 0].copy()
+            with np.errstate(invalid="ignore", divide="ignore"):
+                value = (value[:, 1] / weight + schema.label.shift)[:, None]
         cats = [list(a.categories) if a.kind == CATEGORICAL else None for a in schema.attributes]
         return renumbered(Tree(
             feature_names=schema.names, feature_kinds=[KIND_NAMES[a.kind] for a in schema.attributes],
@@ -102,7 +112,7 @@ class Nodes:
             missing_branch=np.asarray(self.missing_branch, np.int32),
             cat_offset=np.asarray(self.cat_offset, np.int32), cat_branch=np.asarray(self.cat_branch, np.int32),
             value=value, n_node_samples=np.asarray(self.n_node_samples, np.int64),
-            weighted_n_node_samples=value.sum(axis=1), impurity=np.asarray(self.impurity, np.float64)))
+            weighted_n_node_samples=weight, impurity=np.asarray(self.impurity, np.float64)))
 
 
 def joined_routing(trees: list[Nodes], n_slots: np.ndarray) -> tuple[tuple, np.ndarray]:

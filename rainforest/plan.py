@@ -32,7 +32,7 @@ def attribute_groups(schema: Schema, offsets: np.ndarray, n_channels: int, avc_b
     if not vertical:
         raise BudgetError(
             f"memory budget too small: one node's AVC-group needs {need:,} bytes ({int(offsets[-1]):,} value slots "
-            f"x {n_channels} classes) and the AVC half of the budget is {avc_budget:,}; raise memory_budget, "
+            f"x {n_channels} channels) and the AVC half of the budget is {avc_budget:,}; raise memory_budget, "
             f"use binned mode (max_bins) or algorithm='hybrid' (RF-Vertical)")
     lead = int(np.argmin(np.diff(offsets)))
     groups, current = [], []
@@ -133,7 +133,8 @@ def counted_slots_for(supply: RowSupply, schema: Schema, params, class_weight: n
 
     Bins change the order in which a node's weights are added (a bin's sum, then the bins'), which
     leaves sums of whole numbers as they are but not others: with fractional sample or class weights,
-    exact mode counts one slot per value, so that its trees keep their floats, bit for bit.
+    and for a regressor (sums of its target), exact mode counts one slot per value, so that its trees
+    keep their floats, bit for bit.
 
     Small data (at most :data:`SMALL_EXACT_ROWS` rows, all of which fit ``kept_rows``, the rows
     RF-Hybrid keeps in memory) is counted one slot per value too, where its AVC-group fits the
@@ -143,7 +144,7 @@ def counted_slots_for(supply: RowSupply, schema: Schema, params, class_weight: n
     against 1.94 s)."""
     source = supply.source
     fractional = (schema.weight is not None and schema.fractional_weights is not False) or (
-        class_weight is not None and bool(np.any(class_weight != np.floor(class_weight))))
+        class_weight is not None and bool(np.any(class_weight != np.floor(class_weight)))) or schema.label.regression
     if fractional or (getattr(source, "transfer_mode", None) is not None and getattr(source, "distributed", False)):
         return counted_slots(schema, None)
     binned = counted_slots(schema, params.exact_bins)

@@ -35,6 +35,7 @@ class ProfileTask:
     max_bins: int
     sample_rows: int = 200_000
     seed: int = 0
+    regression: bool = False  # the target is a number to predict (its range is kept), not a class
 
     @property
     def numeric(self) -> list[str]:
@@ -111,6 +112,9 @@ class ProfileTask:
 
     def _update_label(self, p: Profile, col) -> None:
         arr = self.check_label(col)
+        if self.regression:
+            self.update_label_range(p, arr)
+            return
         if pa.types.is_integer(arr.type) and len(arr):  # counted by value (fast), as value_counts would
             codes = arr.to_numpy()
             lo, hi = _value_range(codes)
@@ -123,6 +127,15 @@ class ProfileTask:
         vc = pc.value_counts(arr)
         for v, c in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
             p.label_counts[v] = p.label_counts.get(v, 0) + c
+
+    def update_label_range(self, p: Profile, arr: pa.Array) -> None:
+        """Widen a regressor's target range by the values ``arr`` (checked to be numbers)."""
+        if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
+            raise DataError(f"the target column {self.target!r} of {self.where} holds {arr.type} values; a regressor "
+                            f"needs numbers (for class labels use a classifier, e.g. DecisionTreeClassifier)")
+        if len(arr):
+            lo, hi = pc.min_max(arr).values()
+            p.label_range = merged_range(p.label_range, (float(lo.as_py()), float(hi.as_py())))
 
     def _reserve(self, p: Profile, rows: int) -> int:
         """Make room for ``rows`` more sampled rows (pruning first, then growing the buffers only if
@@ -178,6 +191,7 @@ class ProfileTask:
             a.fractional_weights = bool(a.fractional_weights) or b.fractional_weights
         for v, c in b.label_counts.items():
             a.label_counts[v] = a.label_counts.get(v, 0) + c
+        a.label_range = merged_range(a.label_range, b.label_range)
         for name, cb in b.columns.items():
             ca = a.columns[name]
             ca.nonmissing += cb.nonmissing
@@ -203,11 +217,17 @@ class ProfileTask:
             raise DataError(f"{self.where} has no rows")
         if p.weight_total is not None:
             check_weight_total(p.weight_total, self.weight, self.where)
-        if len(p.label_counts) < 2:
+        if self.regression:
+            if p.label_range is None:
+                raise DataError(f"{self.where} has no rows of positive weight")
+            label = Label(self.target, [], shift=target_shift(*p.label_range))
+        elif len(p.label_counts) < 2:
             only = next(iter(p.label_counts), None)
             raise DataError(f"the target column {self.target!r} of {self.where} has a single class "
                             f"({only!r}); a classifier needs at least two")
-        check_classes(p.label_counts, self.target, self.where)
+        if not self.regression:
+            check_classes(p.label_counts, self.target, self.where)
+            label = Label(self.target, _sorted_values(p.label_counts, self.target))
         self._prune(p)
         sample = p.held_sample()[np.argsort(p.sample_hash[:p.n_sample], kind="stable")]
         attributes = []
@@ -228,8 +248,19 @@ class ProfileTask:
                     col = sample[:, numeric_index[name]]
                     cuts = quantile_edges(col[~np.isnan(col)], self.max_bins)
                 attributes.append(Attribute(name, NUMERIC, exact=False, cuts=cuts))
-        label = Label(self.target, _sorted_values(p.label_counts, self.target))
         return Schema(attributes, label, self.weight, fractional_weights=p.fractional_weights)
+
+
+def merged_range(a: tuple | None, b: tuple | None) -> tuple | None:
+    """The smallest and largest of two ``(low, high)`` ranges (None: an empty one)."""
+    return b if a is None else a if b is None else (min(a[0], b[0]), max(a[1], b[1]))
+
+
+def target_shift(low: float, high: float) -> float:
+    """What a regressor's rows hold their target less: the middle of its range, so that sums of
+    ``y - shift`` and their squares keep their precision when the mean is large against the spread.
+    The range is known whatever the order the rows come in, so every source sums the same numbers."""
+    return low / 2.0 + high / 2.0
 
 
 @numba.njit(cache=True, nogil=True)

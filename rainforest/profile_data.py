@@ -79,7 +79,8 @@ class Profile:
     """What the profiling pass found."""
 
     n_rows: int = 0
-    label_counts: dict = field(default_factory=dict)
+    label_counts: dict = field(default_factory=dict)  # a classifier's rows per class
+    label_range: tuple | None = None  # a regressor's smallest and largest target (None: no row yet)
     weight_total: float | None = None  # the weight column's sum (None: not summed, e.g. pushed down)
     fractional_weights: bool | None = None  # whether a weight is not a whole number (None: not known)
     columns: dict = field(default_factory=dict)

@@ -111,6 +111,11 @@ def avc_query(task, relation) -> AggregateQuery | None:
         return None
     d = dialect_of(relation.dialect)
     schema = task.schema
+    if schema.label.regression:
+        # a regressor's cells are sums of its target, added in row order so that every source gives the
+        # same floats; a GROUP BY would add them in the database's order
+        raise DataError("a regressor's passes are not pushed down (transfer='aggregates') yet: use transfer='rows', "
+                        "which streams the encoded rows once into the row store")
     feature, first_child = task.routing[0], task.routing[1]
     counted = [int(j) for j in task.attrs]
     split_on = {int(f) for f, c in zip(feature, first_child) if c >= 0}
@@ -264,9 +269,12 @@ def profile_query(task, relation) -> AggregateQuery:
         if counted:
             check_weight_total(float(p.n_rows), task.weight, task.where)  # some row counts
             p.n_rows = int(n[part == 2].sum())
-        label_rows = np.flatnonzero(main & (gf == -1))  # one row per class
+        label_rows = np.flatnonzero(main & (gf == -1))  # one row per class (a regressor's: per target value)
         ys = task.check_label(table.column("y").take(pa.array(label_rows)))
-        p.label_counts = {v: int(c) for v, c in zip(ys.to_pylist(), n[label_rows])}
+        if task.regression:
+            task.update_label_range(p, ys)
+        else:
+            p.label_counts = {v: int(c) for v, c in zip(ys.to_pylist(), n[label_rows])}
         groups = table.column("groups").to_numpy(zero_copy_only=False)
         infs = table.column("infs").to_numpy(zero_copy_only=False)
         key_null = table.column("key_null").to_numpy(zero_copy_only=False)

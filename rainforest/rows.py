@@ -44,6 +44,12 @@ def class_dtype(n_classes: int) -> np.dtype:
     return np.dtype(np.uint8 if n_classes <= 256 else np.uint16 if n_classes <= 65536 else np.uint32)
 
 
+def label_dtype(label) -> np.dtype:
+    """How rows hold their label: the narrowest class code type, or a regressor's float64 target (less
+    the label's shift)."""
+    return np.dtype(np.float64) if label.regression else class_dtype(len(label.classes))
+
+
 def row_bytes(schema: Schema, weighted: bool) -> int:
     """Bytes of one row kept in memory (:class:`KeptRows`): slots, class code, weight (8, when not all
     ones) and the branch :meth:`KeptRows.regroup` routes it to (a slot's width).
@@ -52,7 +58,7 @@ def row_bytes(schema: Schema, weighted: bool) -> int:
     of the budget that a data pass's batches use, since kept rows are regrouped only between
     passes, never while a batch is in flight."""
     slot = slot_dtype(schema).itemsize
-    return len(schema.attributes) * slot + class_dtype(len(schema.label.classes)).itemsize + (8 if weighted else 0) \
+    return len(schema.attributes) * slot + label_dtype(schema.label).itemsize + (8 if weighted else 0) \
         + slot
 
 
@@ -222,7 +228,7 @@ def encode_rows(schema: Schema, batch: pa.RecordBatch, class_weight: np.ndarray 
             w = w * class_weight[y]
     else:
         y, w = schema.label.codes(label), np.empty(0)
-    y = y.astype(class_dtype(len(schema.label.classes)))  # as kept rows hold them: one kernel specialization
+    y = y.astype(label_dtype(schema.label))  # as kept rows hold them: one kernel specialization
     return RowBlock(S, y, w, np.zeros(len(y), np.int32))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .criteria import ENTROPY, GAIN_RATIO, impurity
+from .criteria import ENTROPY, GAIN_RATIO, SQUARED_ERROR, impurity
 
 EPSILON = np.finfo(np.float64).eps
 
@@ -78,6 +78,13 @@ def keeps_split(decrease, weight, total_weight, min_impurity_decrease):
     return (weight / total_weight * decrease) + EPSILON >= min_impurity_decrease
 
 
+def value_weights(values: np.ndarray, criterion: int) -> np.ndarray:
+    """The weight of each row of ``values`` (nodes' or branches' channels): its class counts' sum, or a
+    regressor's first channel (``sum w``; :data:`rainforest.criteria.REGRESSION_CHANNELS`)."""
+    values = np.asarray(values, np.float64)
+    return values[:, 0].copy() if criterion == SQUARED_ERROR else values.sum(axis=1)
+
+
 def split_outcome(node_impurity: float, child_value: np.ndarray, node_crit: int, total_weight: float,
                   min_impurity_decrease: float) -> tuple[list, bool]:
     """The children's impurities, and whether the split is kept (:func:`keeps_split`).
@@ -98,7 +105,7 @@ def split_outcome(node_impurity: float, child_value: np.ndarray, node_crit: int,
     -------
     list of float, bool
     """
-    child_w = child_value.sum(axis=1)
+    child_w = value_weights(child_value, node_crit)
     child_imp = [impurity(child_value[b], child_w[b], node_crit) for b in range(len(child_value))]
     wn = child_w.sum()
     dec = impurity_decrease(node_impurity, np.asarray(child_imp, np.float64), np.ascontiguousarray(child_w), wn)
@@ -119,7 +126,7 @@ def node_totals(block: np.ndarray, n_classes: int, node_crit: int) -> tuple:
     """
     totals = block.sum(axis=0)
     value = totals[:n_classes]
-    weight = value.sum()
+    weight = float(value_weights(value[None, :], node_crit)[0])
     n = int(round(totals[n_classes])) if block.shape[1] > n_classes else int(round(weight))
     return value, n, weight, impurity(value, weight, node_crit)
 

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DataError
+from .split_scores import REGRESSION_CHANNELS
 
 NUMERIC = 0
 CATEGORICAL = 1
@@ -179,14 +180,35 @@ def check_weight_total(total: float, weight: str | None, where: str) -> None:
 
 @dataclass
 class Label:
-    """The target column and its classes (sorted; the class of code ``k`` is ``classes[k]``)."""
+    """The target column and its classes (sorted; the class of code ``k`` is ``classes[k]``), or, for a
+    regressor (``shift`` not None), no classes: rows hold the target less ``shift``."""
 
     name: str
     classes: list
+    shift: float | None = None
+
+    @property
+    def regression(self) -> bool:
+        """Whether the target is a number to predict (a regressor's), not a class."""
+        return self.shift is not None
+
+    @property
+    def n_channels(self) -> int:
+        """Channels of an AVC cell before the row count: one per class, or a regressor's
+        ``(sum w, sum w y, sum w y**2)``."""
+        return REGRESSION_CHANNELS if self.regression else len(self.classes)
 
     def codes(self, arr, absent: np.ndarray | None = None) -> np.ndarray:
-        """The class code of every row.  ``absent`` flags rows of weight 0: they count as absent
-        (:func:`present_rows`), so their labels need not be classes, and they get code 0."""
+        """The class code of every row (a regressor's: the target less ``shift``, as float64).  ``absent``
+        flags rows of weight 0: they count as absent (:func:`present_rows`), so their labels need not be
+        classes, and they get code 0."""
+        if self.regression:
+            y = numeric_values(arr)
+            if absent is not None and absent.any():
+                y = np.where(absent, self.shift, y)
+            if np.isnan(y).any():
+                raise DataError(f"the target column {self.name!r} has null or NaN values")
+            return y - self.shift
         arr = category_values(arr)
         if absent is not None and absent.any():
             arr = pc.if_else(pa.array(absent), pa.scalar(self.classes[0], arr.type), arr)

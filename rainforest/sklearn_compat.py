@@ -26,3 +26,19 @@ class ClassifierTags:
                     classifier_tags=SkClassifierTags(poor_score=self._tags["poor_score"],
                                                      multi_class=self._tags["multi_class"]),
                     input_tags=InputTags(allow_nan=self._tags["allow_nan"]))
+
+
+class RegressorTags:
+    """Mixin: the estimator is a regressor, for every scikit-learn version (``is_regressor`` answers True,
+    so ``cross_val_score`` scores R² and does not stratify)."""
+
+    _estimator_type = "regressor"  # scikit-learn < 1.6
+
+    def _more_tags(self) -> dict:  # scikit-learn < 1.6
+        return {"allow_nan": True, "requires_y": True}
+
+    def __sklearn_tags__(self):  # scikit-learn >= 1.6
+        from sklearn.utils import InputTags, RegressorTags as SkRegressorTags, Tags, TargetTags
+
+        return Tags(estimator_type="regressor", target_tags=TargetTags(required=True),
+                    regressor_tags=SkRegressorTags(), input_tags=InputTags(allow_nan=True))

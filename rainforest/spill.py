@@ -33,14 +33,14 @@ import numpy as np
 
 from rainforest.storage.scratch import scratch_folder
 from .meter import log
-from .rows import RowBlock, class_dtype, slot_dtype
+from .rows import RowBlock, label_dtype, slot_dtype
 from .schema import Schema
 from .signals import termination_as_interrupt
 
 def spilled_bytes(n_rows: int, schema: Schema, weighted: bool) -> int:
     """Bytes that ``n_rows`` encoded rows take in the spill folder: slots, class code, weight when
     not all one, node."""
-    per_row = len(schema.attributes) * slot_dtype(schema).itemsize + class_dtype(len(schema.label.classes)).itemsize
+    per_row = len(schema.attributes) * slot_dtype(schema).itemsize + label_dtype(schema.label).itemsize
     return n_rows * (per_row + (8 if weighted else 0) + 4)
 
 

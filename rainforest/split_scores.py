@@ -11,16 +11,38 @@ import math
 import numba
 import numpy as np
 
-GINI, ENTROPY, GAIN_RATIO = 0, 1, 2
+GINI, ENTROPY, GAIN_RATIO, SQUARED_ERROR = 0, 1, 2, 3
+#: the classifiers' criteria
 CRITERIA = {"gini": GINI, "entropy": ENTROPY, "gain_ratio": GAIN_RATIO}
+#: the regressors': their AVC cells hold ``(sum w, sum w y, sum w y**2)``, not class counts
+REGRESSION_CRITERIA = {"squared_error": SQUARED_ERROR}
+#: every criterion's code, by name
+CRITERION_CODES = {**CRITERIA, **REGRESSION_CRITERIA}
+#: the channels of a regressor's cells before the row-count channel (which regressors always have)
+REGRESSION_CHANNELS = 3
 LN2 = math.log(2.0)
 
 
 @numba.njit(cache=True)
+def weight_of(counts, criterion):
+    """The weight of a cell's channels: the sum of the class counts, or a regressor's first channel."""
+    if criterion == SQUARED_ERROR:
+        return counts[0]
+    w = 0.0
+    for c in range(counts.shape[0]):
+        w += counts[c]
+    return w
+
+
+@numba.njit(cache=True)
 def impurity(counts, weight, criterion):
-    """Gini index or entropy (bits) of weighted class counts whose sum is ``weight``."""
+    """Gini index or entropy (bits) of weighted class counts whose sum is ``weight``; under squared
+    error, the variance of cells ``(weight, sum w y, sum w y**2)``, as scikit-learn's ``MSE``."""
     if weight <= 0.0:
         return 0.0
+    if criterion == SQUARED_ERROR:
+        mean = counts[1] / weight
+        return counts[2] / weight - mean * mean
     if criterion == GINI:
         sq = 0.0
         for c in range(counts.shape[0]):
@@ -49,6 +71,8 @@ def slot_rows(block, s, n_classes, has_count):
 @numba.njit(cache=True)
 def score_binary(L, R, wl, wr, wn, parent_imp, criterion):
     """Ranking score of a two-way split: scikit-learn's proxy, or the gain ratio."""
+    if criterion == SQUARED_ERROR:  # scikit-learn's MSE.proxy_impurity_improvement
+        return L[1] * L[1] / wl + R[1] * R[1] / wr
     crit = ENTROPY if criterion == GAIN_RATIO else criterion
     il = impurity(L, wl, crit)
     ir = impurity(R, wr, crit)
@@ -76,10 +100,9 @@ def two_way(L, R, total, n_left, n_total, wn, parent_imp, criterion, min_leaf, m
     or -inf where ``min_samples_leaf`` / ``min_weight_leaf`` forbid it."""
     if n_left < min_leaf or n_total - n_left < min_leaf:
         return -np.inf
-    wl = 0.0
     for c in range(L.shape[0]):
         R[c] = total[c] - L[c]
-        wl += L[c]
+    wl = weight_of(L, criterion)
     wr = wn - wl
     if wl < min_weight or wr < min_weight:
         return -np.inf

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from .avc import AvcPass
 from .meter import PassMeter
-from .rows import KeptRows, class_dtype, descend, slot_dtype
+from .rows import KeptRows, descend, label_dtype, slot_dtype
 from .schema import Schema
 from .spill import Spill
 
@@ -58,13 +58,13 @@ class RowSupply:
         nodes, whether there is a spill folder to read."""
         return self.spill is not None and self.spill.generation >= 0 and all(n in self.part_of for n in nodes)
 
-    def load(self, nodes: list, rows_of: list, routing: tuple, n_tree_nodes: int, schema: Schema, n_classes: int,
-             weighted: bool, level: int) -> KeptRows:
+    def load(self, nodes: list, rows_of: list, routing: tuple, n_tree_nodes: int, schema: Schema, weighted: bool,
+             level: int) -> KeptRows:
         """The rows of ``nodes`` read from their spill partitions into memory, grouped by node in row
         order, as RF-Hybrid keeps rows: one read of the partitions counts every attribute of every
         node (compact AVC-groups) where dense ones would take a read per node and attribute group."""
         kept = KeptRows(nodes, rows_of, n_tree_nodes, len(schema.attributes), slot_dtype(schema),
-                        class_dtype(n_classes), weighted)
+                        label_dtype(schema.label), weighted)
         parts = {self.part_of[n] for n in nodes}
         meter = PassMeter(f"level {level}, spill partitions {sorted(parts)}, {len(nodes)} node(s) loaded and "
                           f"counted in memory", self.verbose, int(sum(rows_of)))

@@ -79,7 +79,8 @@ class Tree:
         Numeric split threshold (``x <= threshold`` goes to the first child),
         ``-2`` at leaves and NaN at categorical splits.
     value : ndarray of shape (node_count, n_classes)
-        Weighted class counts of the training rows reaching each node.
+        Weighted class counts of the training rows reaching each node; a regression tree's
+        (``classes`` empty): shape (node_count, 1), their weighted mean target.
     """
 
     feature_names: list
@@ -113,6 +114,11 @@ class Tree:
     @property
     def n_classes(self) -> int:
         return len(self.classes)
+
+    @property
+    def regression(self) -> bool:
+        """Whether this is a regression tree (no classes; a node's value is its mean target)."""
+        return not self.classes
 
     @property
     def children_left(self) -> np.ndarray:
@@ -208,6 +214,8 @@ class Tree:
         lines: list[str] = []
 
         def leaf_text(i):
+            if self.regression:  # as scikit-learn's export_text writes a regressor's leaves
+                return f"value: [{np.round(self.value[i, 0], decimals)}]"
             k = int(np.argmax(self.value[i]))
             extra = f" (weights: {np.round(self.value[i], decimals).tolist()})" if show_weights else ""
             return f"class: {self.classes[k]}{extra}"
@@ -250,6 +258,11 @@ class Tree:
         def walk(i, conds):
             if self.first_child[i] < 0:
                 covered = self.weighted_n_node_samples[i]
+                if self.regression:
+                    out.append({"conditions": conds, "value": float(self.value[i, 0]),
+                                "coverage": float(covered / total) if total > 0 else 0.0,
+                                "n_samples": int(self.n_node_samples[i])})
+                    return
                 k = int(np.argmax(self.value[i]))
                 out.append({"conditions": conds, "class": self.classes[k],
                             "coverage": float(covered / total) if total > 0 else 0.0,
@@ -264,21 +277,26 @@ class Tree:
 
     def export_rules(self) -> str:
         """The rules as text: ``IF a AND b THEN class = c  [coverage 12.5%, accuracy 98.0%]``."""
+        if self.regression:
+            return "\n".join(f"IF {' AND '.join(r['conditions']) or 'TRUE'} THEN {self.target} = {r['value']:.6g}"
+                             f"  [coverage {100 * r['coverage']:.2f}%]" for r in self.rules()) + "\n"
         return "\n".join(
             f"IF {' AND '.join(r['conditions']) or 'TRUE'} THEN {self.target} = {r['class']}"
             f"  [coverage {100 * r['coverage']:.2f}%, accuracy {100 * r['accuracy']:.2f}%]"
             for r in self.rules()) + "\n"
 
-    def to_sql(self, dialect: str = "duckdb", output: str = "class", *, proba_of=None, types=None) -> str:
+    def to_sql(self, dialect: str = "duckdb", output: str | None = None, *, proba_of=None, types=None) -> str:
         """The tree as one SQL ``CASE`` expression over the feature columns, for scoring in a database.
 
         Parameters
         ----------
         dialect : {"duckdb", "postgres"}, default="duckdb"
-        output : {"class", "probability", "proba", "leaf"}, default="class"
+        output : {"class", "probability", "proba", "value", "leaf"}, optional
+            Default ``"class"``, a regression tree's ``"value"``.
             ``"class"``: the predicted class (as :meth:`predict`); ``"probability"``: its
             probability; ``"proba"``: the probability of the class ``proba_of``; ``"leaf"``: the
-            leaf's node index (as ``apply``).
+            leaf's node index (as ``apply``); a regression tree's: ``"value"`` (its prediction, the
+            leaf's mean target) or ``"leaf"``.
         proba_of : class label, optional
             The class whose probability ``output="proba"`` gives.
         types : pyarrow.Schema, optional
@@ -292,9 +310,18 @@ class Tree:
         from .sql import category_branches, dialect_of, numeric_sql, routing_case
 
         d = dialect_of(dialect)
-        proba = self.leaf_proba()
-        best = np.argmax(proba, axis=1)
-        if output == "class":
+        output = output or ("value" if self.regression else "class")
+        if self.regression:
+            proba = best = None
+            if output not in ("value", "leaf"):
+                raise ValueError(f"output={output!r}; a regression tree's SQL gives 'value' (the prediction) "
+                                 f"or 'leaf'")
+        else:
+            proba = self.leaf_proba()
+            best = np.argmax(proba, axis=1)
+        if output == "value" and self.regression:
+            leaf = lambda k: d.double_literal(float(self.value[k, 0]))
+        elif output == "class":
             leaf = lambda k: d.literal(self.classes[best[k]])
         elif output == "probability":
             leaf = lambda k: d.double_literal(float(proba[k, best[k]]))
@@ -344,11 +371,14 @@ class Tree:
         nodes["threshold"] = [num(t) for t in self.threshold]
         nodes["value"] = self.value.tolist()
         nodes["cat_branch"] = self.cat_branch.tolist()
-        return {"format": FORMAT, "version": VERSION, "criterion": self.criterion, "target": self.target,
-                "classes": [plain_value(c) for c in self.classes],
-                "features": [{"name": n, "kind": k, "categories": None if c is None else [plain_value(v) for v in c]}
-                             for n, k, c in zip(self.feature_names, self.feature_kinds, self.categories)],
-                "nodes": nodes}
+        doc = {"format": FORMAT, "version": VERSION, "criterion": self.criterion, "target": self.target,
+               "classes": [plain_value(c) for c in self.classes],
+               "features": [{"name": n, "kind": k, "categories": None if c is None else [plain_value(v) for v in c]}
+                            for n, k, c in zip(self.feature_names, self.feature_kinds, self.categories)],
+               "nodes": nodes}
+        if self.regression:  # (a classifier's document is as it was: no "task" key)
+            doc["task"] = "regression"
+        return doc
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "<tree>") -> "Tree":

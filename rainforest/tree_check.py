@@ -60,7 +60,14 @@ def check_tree(d, at: At) -> dict:
     check_version(at, d, FORMAT, VERSION, "tree")
     check_str(at / "criterion", at.get(d, "criterion"))
     check_str(at / "target", at.get(d, "target"))
-    classes = check_labels(at / "classes", at.get(d, "classes"), least=2)
+    regression = d.get("task", "classification") if isinstance(d, dict) else "classification"
+    if regression not in ("classification", "regression"):
+        (at / "task").fail(f"unknown task {regression!r}; expected 'classification' or 'regression'")
+    regression = regression == "regression"
+    # a regressor's tree has no classes: one value a node, its mean target
+    classes = check_labels(at / "classes", at.get(d, "classes"), least=0 if regression else 2)
+    if regression and classes:
+        (at / "classes").fail("a regression tree has no classes (expected [])")
     features = check_list(at / "features", at.get(d, "features"), least=1)
     n_categories = []
     for k, f in enumerate(features):
@@ -95,7 +102,8 @@ def check_tree(d, at: At) -> dict:
         else:
             out[key] = int_array(nat / key, nat.get(nodes, key), n, least=-2 if key == "feature" else -1,
                                  most=None if key == "n_node_samples" else MAX_NODES)
-    out["value"] = matrix(nat / "value", nat.get(nodes, "value"), n, len(classes))
+    out["value"] = matrix(nat / "value", nat.get(nodes, "value"), n, 1 if regression else len(classes),
+                          signed=regression)
     cat_branch = out["cat_branch"] = int_array(nat / "cat_branch", nat.get(nodes, "cat_branch"), least=0,
                                                most=MAX_NODES)
     _check_structure(nat, out, np.asarray(n_categories, np.int64), len(cat_branch))

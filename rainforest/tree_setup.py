@@ -23,13 +23,15 @@ def batch_size_for(est, budget: int, n_features: int) -> int:
 
 
 def profile_pass(est, data, kinds: dict, batch_size: int, seed: int):
-    """The profiling pass: the schema (classes, categories, cuts) and what it counted.
+    """The profiling pass: the schema (classes or a regressor's target range, categories, cuts) and what it
+    counted.
 
     Numeric attributes with more than ``est.max_bins`` distinct values get bin edges from a sample
     of ``est.sample_size`` rows, drawn by a hash of the row number with ``seed``.
     """
     task = ProfileTask(kinds, data.target, data.weight, data.source.description, exact=est.max_bins is None,
-                       max_bins=est.max_bins or 0, sample_rows=est.sample_size, seed=int(seed))
+                       max_bins=est.max_bins or 0, sample_rows=est.sample_size, seed=int(seed),
+                       regression=getattr(est, "_regression", False))
     columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
     profile = data.source.run_pass(task, columns, batch_size)
     return task.schema(profile), profile

@@ -69,7 +69,7 @@ def compile_prediction() -> None:
     from .schema import NUMERIC, Attribute, Label, Schema
 
     schema = Schema([Attribute("a", NUMERIC, cuts=np.array([0.5]))], Label("y", [0, 1]))
-    tree = _split_root(2).to_tree(schema, "gini", 2)
+    tree = _split_root(2).to_tree(schema, "gini")
     if tree.apply(np.array([[0.0], [1.0], [np.nan]])).tolist() != [1, 2, 2]:
         raise AssertionError("the warm-up tree routed its rows wrongly")
 

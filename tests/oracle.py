@@ -33,10 +33,14 @@ def _our_gain(t, i):
     return w[i] * t.impurity[i] - sum(w[k] * t.impurity[k] for k in kids)
 
 
-def compare_with_sklearn(tree, X, y, criterion="gini", max_depth=None, **sk_params) -> Comparison:
-    """Compare ``tree`` (fitted on float32-exact ``X``, ``y``) with scikit-learn's tree on the same data."""
+def compare_with_sklearn(tree, X, y, criterion="gini", max_depth=None, *, estimator=SkTree, sample_weight=None,
+                         **sk_params) -> Comparison:
+    """Compare ``tree`` (fitted on float32-exact ``X``, ``y``) with scikit-learn's tree on the same data
+    (``estimator``: scikit-learn's ``DecisionTreeClassifier``, or its ``DecisionTreeRegressor`` for a
+    regression tree; ``sample_weight``: the fit's)."""
     X = np.asarray(X, dtype=np.float32)
     y = np.asarray(y)
+    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     leaves = tree.apply(X.astype(np.float64))
     out = Comparison()
 
@@ -45,7 +49,8 @@ def compare_with_sklearn(tree, X, y, criterion="gini", max_depth=None, **sk_para
         params = dict(sk_params)
         if "min_impurity_decrease" in params:  # scikit-learn weighs it by the share of all rows
             params["min_impurity_decrease"] *= len(y) / rows.sum()
-        return SkTree(criterion=criterion, max_depth=md, random_state=0, **params).fit(X[rows], y[rows]).tree_
+        return estimator(criterion=criterion, max_depth=md, random_state=0, **params).fit(
+            X[rows], y[rows], sample_weight=None if w is None else w[rows]).tree_
 
     def reaches(i):
         """Rows whose path passes through our node i."""
