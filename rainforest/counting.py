@@ -17,42 +17,35 @@ from numba.core import types
 from numba.extending import overload
 
 
+def _add_to_class(cells, cell, c, weight, count_rows, rows_channel):
+    cells[cell + c] += weight
+    if count_rows and weight != 0.0:  # a row of weight 0 counts as absent (schema.present_rows)
+        cells[cell + rows_channel] += 1.0
+
+
+def _add_target(cells, cell, c, weight, count_rows, rows_channel):
+    wy = weight * c  # scikit-learn's MSE: w y first, then w y * y
+    cells[cell] += weight
+    cells[cell + 1] += wy
+    cells[cell + 2] += wy * c
+    if count_rows and weight != 0.0:
+        cells[cell + rows_channel] += 1.0
+
+
 def add_row(cells, cell, c, weight, count_rows, rows_channel):
     """Add ``weight`` to class ``c`` of the cell starting at ``cells[cell]`` (``cells``: a node's
     AVC-group, flat, or a row of it) and, if ``count_rows``, one to its channel ``rows_channel``.
 
     A regressor's rows hold a float target ``c`` (less the label's shift) instead of a class code: the
-    cell's channels are then ``(sum w, sum w y, sum w y**2)``, added as scikit-learn's ``MSE`` adds
-    them (``w y`` first, then ``w y * y``).  Numba compiles one or the other for the type of ``c``
-    (:func:`_add_row`); this Python body is the same rule for readers and for calls outside kernels.
+    cell's channels are then ``(sum w, sum w y, sum w y**2)``.  In kernels Numba compiles one rule or
+    the other for the type of ``c`` (:func:`_add_row`); called from Python, the value's type chooses.
 
     The index types are the caller's: unsigned ones spare numba's check for a negative index."""
-    if isinstance(c, (float, np.floating)):
-        wy = weight * c
-        cells[cell] += weight
-        cells[cell + 1] += wy
-        cells[cell + 2] += wy * c
-    else:
-        cells[cell + c] += weight
-    if count_rows and weight != 0.0:  # a row of weight 0 counts as absent (schema.present_rows)
-        cells[cell + rows_channel] += 1.0
+    rule = _add_target if isinstance(c, (float, np.floating)) else _add_to_class
+    rule(cells, cell, c, weight, count_rows, rows_channel)
 
 
 @overload(add_row, inline="always", jit_options={"cache": True, "nogil": True})
 def _add_row(cells, cell, c, weight, count_rows, rows_channel):
     """:func:`add_row` in kernels, chosen by the type of ``c``: a class code, or a regressor's target."""
-    if isinstance(c, types.Float):
-        def target(cells, cell, c, weight, count_rows, rows_channel):
-            wy = weight * c
-            cells[cell] += weight
-            cells[cell + 1] += wy
-            cells[cell + 2] += wy * c
-            if count_rows and weight != 0.0:
-                cells[cell + rows_channel] += 1.0
-        return target
-
-    def code(cells, cell, c, weight, count_rows, rows_channel):
-        cells[cell + c] += weight
-        if count_rows and weight != 0.0:
-            cells[cell + rows_channel] += 1.0
-    return code
+    return _add_target if isinstance(c, types.Float) else _add_to_class
