@@ -82,20 +82,22 @@ def _peer_warmup(fit) -> float:
 
 
 def fit_in_memory(train, test, make, threads: int, *, warm=None, mark=None, repeats: int = 1,
-                  repeat_seconds: float | None = None) -> dict:
+                  repeat_seconds: float | None = None, read=None) -> dict:
     """A peer that trains in memory: warmed up on random rows (``warm()``, default ``make()``; not
     timed), then the Parquet rows of ``train`` read into numpy and ``make()`` fitted on them (timed
     together, the read also on its own; up to ``repeats`` times within ``repeat_seconds``, the median
-    reported), then scored on ``test``. ``mark(True)`` / ``mark(False)`` bracket the timed part. The
-    row holds the fitted model under ``"model"``."""
+    reported), then scored on ``test`` (the model's own ``score``: accuracy, or a regressor's R²).
+    ``mark(True)`` / ``mark(False)`` bracket the timed part. ``read(folder)`` gives ``X, y`` (default:
+    the features and the class). The row holds the fitted model under ``"model"``."""
     warm = warm or make
+    read = read or _read_xy
     warmup = _peer_warmup(lambda X, y: warm().fit(X, y))
     rss0 = _vm_rss_mb()
     reads = []
 
     def read_and_fit():
         t0 = time.perf_counter()
-        X, y = _read_xy(train)
+        X, y = read(train)
         reads.append(time.perf_counter() - t0)
         return make().fit(X, y)
 
@@ -104,7 +106,7 @@ def fit_in_memory(train, test, make, threads: int, *, warm=None, mark=None, repe
     fit, times, clf = harness.timed_median(repeats, read_and_fit, repeat_seconds)
     if mark:
         mark(False)
-    Xt, yt = _read_xy(test)
+    Xt, yt = read(test)
     return {"fit_seconds": fit, "fit_seconds_all": times, "read_seconds": statistics.median(reads), "passes": None,
             "test_accuracy": float(clf.score(Xt, yt)), "threads": threads, "warmup_seconds": warmup,
             "rss_before_fit_mb": rss0, "model": clf}

@@ -46,12 +46,6 @@ def _read_xy(folder: str):
     return X, table.column(TARGET).to_numpy().astype(np.float64)
 
 
-def _r2(y, p) -> float:
-    from rainforest.regression_metrics import r2_score
-
-    return r2_score(y, p)
-
-
 def _run_rainforest(args, max_bins) -> dict:
     from rainforest import DecisionTreeRegressor
     from rainforest.datasets import agrawal_table
@@ -63,22 +57,18 @@ def _run_rainforest(args, max_bins) -> dict:
         max_depth=args.depth, max_bins=max_bins).fit(args.train, target=TARGET, features=features))
     Xt, yt = _read_xy(args.test)
     return {"fit_seconds": fit, "fit_seconds_all": times, "passes": int(reg.n_passes_),
-            "r2": _r2(yt, reg.predict(Xt)), "n_leaves": int(reg.get_n_leaves())}
+            "r2": float(reg.score(Xt, yt)), "n_leaves": int(reg.get_n_leaves())}
 
 
 def _run_peer(args, make) -> dict:
-    import numpy as np
+    """bench_foundation's in-memory peer: warmed up, the rows read into numpy and fitted (timed), scored
+    on the held-out rows by the model's own R² (scikit-learn's, so rainforest is not imported here)."""
+    from bench_foundation import fit_in_memory
 
-    rng = np.random.default_rng(0)
-    make().fit(rng.normal(size=(5000, 8)).astype(np.float32), rng.normal(size=5000))  # warm-up, not timed
-
-    def read_and_fit():
-        X, y = _read_xy(args.train)
-        return make().fit(X, y)
-
-    fit, times, model = harness.timed_median(args.repeats, read_and_fit)
-    Xt, yt = _read_xy(args.test)
-    return {"fit_seconds": fit, "fit_seconds_all": times, "r2": _r2(yt, model.predict(Xt))}
+    row = fit_in_memory(args.train, args.test, make, 2, repeats=args.repeats, read=_read_xy)
+    row.pop("model")
+    row["r2"] = row.pop("test_accuracy")
+    return row
 
 
 def _run(name: str, args) -> dict:
