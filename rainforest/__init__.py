@@ -34,12 +34,12 @@ from .errors import BudgetError, DataError, ModelError, NotFittedError
 # import ...``): importing them compiles nothing but loads Numba, which a program that only reads
 # a saved model's metadata or the version need not pay for.
 _LAZY = {"DecisionTreeClassifier": "estimators", "load": "estimators", "root_avc_group": "estimators",
-         "DecisionTreeRegressor": "regressor",
+         "DecisionTreeRegressor": "regressor", "RandomForestRegressor": "forest_regressor",
          "NaiveBayesClassifier": "bayes", "AdaBoostClassifier": "boosting", "RandomForestClassifier": "forest",
          "Tree": "tree"}
 
-__all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "NaiveBayesClassifier", "AdaBoostClassifier", "RandomForestClassifier", "load",
-           "root_avc_group", "Tree", "DataError", "BudgetError", "ModelError",
+__all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "NaiveBayesClassifier", "AdaBoostClassifier",
+           "RandomForestClassifier", "RandomForestRegressor", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "ModelError",
            "NotFittedError"]
 __version__ = "0.1.0"
 

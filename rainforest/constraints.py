@@ -61,6 +61,12 @@ FOREST_PARAMS = {
     "warm_start": Boolean(),
 }
 
+#: the regression forest's: the forest's but for classes (no class weights) and its criterion
+FOREST_REGRESSION_PARAMS = {
+    **{k: v for k, v in FOREST_PARAMS.items() if k not in ("class_weight", "categorical_split")},
+    "criterion": Options(REGRESSION_CRITERION_NAMES),
+}
+
 NAIVE_BAYES_PARAMS = {
     "alpha": Real(0.0),
     "numeric": Options(("gaussian", "binned")),

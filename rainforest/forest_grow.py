@@ -11,7 +11,7 @@ import numba
 import numpy as np
 
 from .bootstrap import node_features, poisson_thresholds, seed_keys
-from .criteria import CRITERIA
+from .criteria import CRITERION_CODES
 from .errors import BudgetError
 from .forest_kernels import search_jobs, split_children
 from .forest_passes import ForestPass, KeepPass
@@ -20,8 +20,9 @@ from .grow import GrowParams
 from .in_bag import InBagCopies, count_spans, gather_in_bag, in_bag_fraction, partition_spans
 from .meter import PassMeter
 from .nodes import Nodes, joined_routing
+from .plan import lead_of
 from .rows import KeptRows
-from .rules import depth_limit, keeps_split, node_criterion, node_totals, pre_leaf
+from .rules import depth_limit, keeps_split, node_criterion, node_totals, pre_leaf, value_weights
 from .spill import Spill, room_for
 
 TREES_PER_THREAD = 2  # trees grown at once from copies of their in-bag rows, per Numba thread
@@ -104,9 +105,11 @@ class ForestGrower:
         self.source, self.columns, self.spec, self.params = source, columns, spec, params
         self.budget, self.batch_size, self.verbose, self.n_rows = budget, batch_size, verbose, n_rows
         self.data_columns = data_columns
-        self.n_classes = len(columns.schema.label.classes)
-        self.n_channels = self.n_classes + 1  # the last channel counts in-bag rows
-        self.crit = CRITERIA[params.criterion]
+        label = columns.schema.label
+        self.regression = label.regression
+        self.label_channels = label.n_channels  # the label's channels: one per class, or a regressor's three sums
+        self.n_channels = self.label_channels + 1  # the last channel counts in-bag rows
+        self.crit = CRITERION_CODES[params.criterion]
         self.node_crit = node_criterion(self.crit)
         self.max_depth = depth_limit(params.max_depth)
         n_trees = len(spec.seeds)
@@ -115,9 +118,9 @@ class ForestGrower:
         self.keys2 = np.array([k[1] for k in keys], np.int64)
         self.feature_seeds = [int(s) for s in spec.seeds]
         self.thresholds = poisson_thresholds(spec.rate) if spec.rate is not None else np.empty(0, np.int64)
-        self.trees = [Nodes() for _ in range(n_trees)]
+        self.trees = [Nodes(regression=self.regression) for _ in range(n_trees)]
         for nodes in self.trees:
-            nodes.add_leaf(np.zeros(self.n_classes), 0, 0.0, 0)
+            nodes.add_leaf(np.zeros(self.label_channels), 0, 0.0, 0)
         self.total_weight = np.zeros(n_trees)
         self.min_weight_leaf = np.zeros(n_trees)
         self.stats = ForestStats()
@@ -226,7 +229,8 @@ class ForestGrower:
         are counted from the roots at every level."""
         kept = self.kept
         threads = numba.get_num_threads()
-        record = InBagCopies.record_bytes(kept.S.shape[1], kept.S.dtype, self.n_classes, len(kept.w) > 0)
+        record = InBagCopies.record_bytes(kept.S.shape[1], kept.S.dtype, self.label_channels, len(kept.w) > 0,
+                                          self.regression)
         expected = kept.size * in_bag_fraction(self.spec.rate)
         in_bag = math.ceil(expected + 4 * math.sqrt(expected)) + 1  # 4 standard deviations' slack at least
         per_tree = in_bag * record
@@ -247,8 +251,8 @@ class ForestGrower:
         size = min(len(roots), together)
         meter = PassMeter(f"rows kept in memory, {len(roots)} tree(s) grown {size} at a time, each over its rows",
                           self.verbose, kept.size * len(roots))
-        copies = InBagCopies.allocate(size, kept.size, scratch_rows, kept.S.shape[1], kept.S.dtype, self.n_classes,
-                                      len(kept.w) > 0)
+        copies = InBagCopies.allocate(size, kept.size, scratch_rows, kept.S.shape[1], kept.S.dtype, self.label_channels,
+                                      len(kept.w) > 0, self.regression)
         for c0 in range(0, len(roots), size):
             self._grow_chunk(roots[c0:c0 + size], copies)
             meter(kept.size * len(roots[c0:c0 + size]))
@@ -312,16 +316,19 @@ class ForestGrower:
         """Search every job's split, then split the nodes whose split is worth it (scikit-learn's rules,
         :mod:`rainforest.rules`), appending their children that go on growing to ``next_frontier``.
         Returns ``(job, branches, the branches that go on growing)`` of the split jobs with such a child."""
-        nc, ch = self.n_classes, self.n_channels
+        nc, ch = self.label_channels, self.n_channels
         p = self.params
         n_jobs = len(jobs.tree)
         skip = np.zeros(n_jobs, bool)
-        for j in np.flatnonzero(jobs.node == 0):  # roots: their class totals, from their first attribute's slots
+        slot_offsets = np.concatenate([[0], np.cumsum(self.columns.n_slots + 1)])
+        for j in np.flatnonzero(jobs.node == 0):  # roots: their totals, from the slots of the tree's lead attribute
             t = int(jobs.tree[j])
-            size = int(self.columns.n_slots[jobs.attrs[jobs.attr_start[j]]]) + 1
+            q = jobs.attr_start[j] + lead_of(jobs.attrs[jobs.attr_start[j]:jobs.attr_start[j + 1]], slot_offsets)
+            size = int(self.columns.n_slots[jobs.attrs[q]]) + 1
+            at = jobs.job_base[j] + jobs.slot_off[q] * ch
             nodes = self.trees[t]
             nodes.value[0], nodes.n_node_samples[0], w, nodes.impurity[0] = node_totals(
-                counts[jobs.job_base[j]:jobs.job_base[j] + size * ch].reshape(size, ch), nc, self.node_crit)
+                counts[at:at + size * ch].reshape(size, ch), nc, self.node_crit)
             self.total_weight[t] = w
             self.min_weight_leaf[t] = p.min_weight_fraction_leaf * w
             skip[j] = nodes.pre_leaf(0, p, self.max_depth, self.min_weight_leaf[t])
@@ -353,7 +360,7 @@ class ForestGrower:
         chosen = np.flatnonzero((n_branches > 0) & keep)
         # children that are leaves at once: scikit-learn's rules before a search, for all at once
         child_n = np.rint(child[:, :, nc]).astype(np.int64)
-        child_w = child[:, :, :nc].sum(axis=2)
+        child_w = value_weights(child[:, :, :nc].reshape(-1, nc), self.node_crit).reshape(child.shape[:2])
         depth = np.array([self.trees[t].depth[n] for t, n in zip(jobs.tree, jobs.node)]) + 1
         leafy = pre_leaf(depth[:, None], child_n, child_w, child_imp, p, self.max_depth,
                          self.min_weight_leaf[jobs.tree][:, None])
@@ -409,8 +416,9 @@ class InBagGroups:
         kept = grower.kept
         self.copies = copies
         n_in_bag = np.zeros(len(chunk), np.int64)
-        gather_in_bag(kept.S, kept.y, kept.w, grower.keys1[chunk], grower.keys2[chunk], grower.thresholds,
-                      self.copies.items, self.copies.weights, n_in_bag, self.copies.task_rows)
+        c = self.copies
+        gather_in_bag(kept.S, kept.y, kept.w, grower.keys1[chunk], grower.keys2[chunk], grower.thresholds, c.items,
+                      c.weights, c.targets, c.target_at, not c.weighted, n_in_bag, c.task_rows)
         self.span = {(int(t), 0): (0, int(n)) for t, n in zip(chunk, n_in_bag)}  # the roots' groups
 
     def _spans(self, jobs: Jobs) -> None:
@@ -423,8 +431,9 @@ class InBagGroups:
         self._spans(jobs)
         counts = np.zeros(jobs.size)
         c = self.copies
-        count_spans(c.items, c.weights, c.width, not c.weighted, self.local[jobs.tree], self.starts, self.ends,
-                    jobs.job_of_attr, jobs.attrs, jobs.slot_off, jobs.job_base, self.grower.n_channels, counts)
+        count_spans(c.items, c.weights, c.targets, c.target_at, c.width, not c.weighted, self.local[jobs.tree],
+                    self.starts, self.ends, jobs.job_of_attr, jobs.attrs, jobs.slot_off, jobs.job_base,
+                    self.grower.n_channels, counts)
         return counts, False
 
     def split(self, jobs: Jobs, grown: list) -> None:

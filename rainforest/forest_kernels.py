@@ -9,6 +9,7 @@ import numpy as np
 from .bootstrap import multiplicity
 from .counting import add_row
 from .criteria import impurity, search_node
+from .split_scores import weight_of
 from .rowhash import hash_row
 from .rows import step
 from .rules import branch_totals, impurity_decrease
@@ -105,7 +106,8 @@ def split_children(counts, winner_base, winner_slots, branches, branch_start, n_
                    node_crit, child, child_imp, decrease, weight):
     """For every job with a split (``n_branches[j] > 0``): each branch's counts (``branch_totals`` of the
     winning attribute's AVC-set, at ``counts[winner_base[j]:]``), their impurities, the node's impurity
-    decrease (:func:`rainforest.rules.impurity_decrease`) and the node's weight."""
+    decrease (:func:`rainforest.rules.impurity_decrease`) and the node's weight (a regressor's: its
+    first channel, :func:`rainforest.split_scores.weight_of`)."""
     n_classes = n_channels - 1
     for j in numba.prange(n_branches.shape[0]):
         nb = n_branches[j]
@@ -120,9 +122,7 @@ def split_children(counts, winner_base, winner_slots, branches, branch_start, n_
         ws = np.empty(nb)
         for b in range(nb):
             child[j, b, :] = totals[b]
-            wb = 0.0
-            for c in range(n_classes):
-                wb += totals[b, c]
+            wb = weight_of(totals[b, :n_classes], node_crit)
             ws[b] = wb
             child_imp[j, b] = impurity(totals[b, :n_classes], wb, node_crit)
             wn += wb

@@ -2,7 +2,8 @@
 
 A row's multiplicity in a tree's bootstrap is recomputed from its hash and the tree's seed
 (:mod:`rainforest.bootstrap`), so the pass needs no stored sample: it routes every row down
-the trees where its multiplicity is 0 and sums their leaves' class distributions.
+the trees where its multiplicity is 0 and sums what their leaves predict (class distributions,
+or a regressor's mean targets).
 """
 from __future__ import annotations
 
@@ -26,19 +27,20 @@ def tree_input(combinations, X: np.ndarray) -> np.ndarray:
 
 @dataclass
 class OobPass:
-    """A :class:`rainforest.storage.PassTask` summing, for every row, the class distributions of the leaves it
-    reaches in the trees whose bootstrap left it out (multiplicity 0), in tree order; the state is
-    the list of ``(first_row, votes, n_trees, labels)`` blocks."""
+    """A :class:`rainforest.storage.PassTask` summing, for every row, what the leaves it reaches predict (class
+    distributions, or mean targets) in the trees whose bootstrap left it out (multiplicity 0), in tree
+    order; the state is the list of ``(first_row, votes, n_trees, targets, counted)`` blocks: targets are
+    class codes, or a regressor's target values; rows of weight 0 do not count."""
 
     encoder: Schema  # encodes raw batches of the forest's feature columns
     trees: list  # the fitted trees (rainforest.tree.Tree)
     tree_seeds: np.ndarray  # each tree's bootstrap seed
     combinations: list  # each tree's Forest-RC combinations, or None
-    leaf_proba: Callable[[int], np.ndarray]  # tree t -> the class distribution of each of its leaves
+    leaf_values: Callable[[int], np.ndarray]  # tree t -> what each of its leaves predicts, n_outputs columns
     thresholds: np.ndarray  # the bootstrap's Poisson thresholds
-    n_classes: int
+    n_outputs: int
     label: Label
-    weight: str | None = None  # rows of weight 0 count as absent: their label code is -1
+    weight: str | None = None  # rows of weight 0 count as absent
 
     def new_state(self) -> list:
         return []
@@ -47,10 +49,11 @@ class OobPass:
         X = np.ascontiguousarray(self.encoder.encode(batch))
         absent = numeric_values(batch.column(self.weight)) == 0 if self.weight else None
         y = self.label.codes(batch.column(self.label.name), absent=absent)
-        if absent is not None:
-            y[absent] = -1
+        if self.label.regression:  # the target as given, not less the shift
+            y = numeric_values(batch.column(self.label.name))
+        counted = np.ones(len(y), bool) if absent is None else ~absent
         n = len(y)
-        votes = np.zeros((n, self.n_classes))
+        votes = np.zeros((n, self.n_outputs))
         n_oob = np.zeros(n, np.int64)
         m = np.empty(n, np.uint8)
         for t, tree in enumerate(self.trees):
@@ -59,24 +62,23 @@ class OobPass:
             out = np.flatnonzero(m == 0)
             if len(out):
                 leaves = tree.apply(tree_input(self.combinations[t], X[out]))
-                votes[out] += self.leaf_proba(t)[leaves]
+                votes[out] += self.leaf_values(t)[leaves]
                 n_oob[out] += 1
-        state.append((first_row, votes, n_oob, y))
+        state.append((first_row, votes, n_oob, y, counted))
         return state
 
     def merge(self, a: list, b: list) -> list:
         return a + b
 
 
-def oob_estimates(blocks: list, n_classes: int) -> tuple[np.ndarray, float, bool]:
-    """From the state of an :class:`OobPass`: each row's out-of-bag class distribution (row order),
-    the accuracy over the rows that count (a row of weight 0 counts as absent; the others count
-    once, as in scikit-learn), and whether some row that counts has no out-of-bag tree."""
+def oob_estimates(blocks: list, n_outputs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """From the state of an :class:`OobPass`, in row order: each row's out-of-bag estimate (the mean over
+    its out-of-bag trees; 0 without one), its target, whether it counts (a row of weight 0 counts as
+    absent; the others count once, as in scikit-learn), and whether some row that counts has no
+    out-of-bag tree."""
     blocks = sorted(blocks, key=lambda b: b[0])
-    votes = np.concatenate([b[1] for b in blocks]) if blocks else np.empty((0, n_classes))
+    votes = np.concatenate([b[1] for b in blocks]) if blocks else np.empty((0, n_outputs))
     n_oob = np.concatenate([b[2] for b in blocks]) if blocks else np.empty(0, np.int64)
-    y = np.concatenate([b[3] for b in blocks]) if blocks else np.empty(0, np.int32)
-    decision = votes / np.maximum(n_oob, 1)[:, None]
-    counted = y >= 0
-    hits = np.argmax(decision, axis=1)[counted] == y[counted]
-    return decision, float(np.mean(hits)) if len(hits) else np.nan, bool((n_oob[counted] == 0).any())
+    y = np.concatenate([b[3] for b in blocks]) if blocks else np.empty(0)
+    counted = np.concatenate([b[4] for b in blocks]) if blocks else np.empty(0, bool)
+    return votes / np.maximum(n_oob, 1)[:, None], y, counted, bool((n_oob[counted] == 0).any())

@@ -49,13 +49,18 @@ class Columns:
         S[:, p:] = SC
         return S, rows.y, rows.w
 
+    @property
+    def label_dtype(self) -> np.dtype:
+        """How kept rows hold the label: an int32 class code, or a regressor's float64 target."""
+        return np.dtype(np.float64 if self.schema.label.regression else np.int32)
+
     def row_bytes(self) -> int:
-        """Bytes of one row kept in memory (slots, class code, weight)."""
-        return self.width * self.dtype.itemsize + 4 + (8 if self.weighted else 0)
+        """Bytes of one row kept in memory (slots, class code or target, weight)."""
+        return self.width * self.dtype.itemsize + self.label_dtype.itemsize + (8 if self.weighted else 0)
 
 
 def data_rows(n: int, columns: Columns) -> KeptRows:
     """Room for every row of the data (``n``, the profile's count), encoded, kept once for all trees
     (the forest's RF-Hybrid): the tree's :class:`rainforest.rows.KeptRows` with one group, the root,
     filled in row order."""
-    return KeptRows([0], [n], 1, columns.width, columns.dtype, np.int32, columns.weighted)
+    return KeptRows([0], [n], 1, columns.width, columns.dtype, columns.label_dtype, columns.weighted)

@@ -9,7 +9,8 @@ row one step, into its child's group, by a stable partition, so a group stays in
 
 A copied row is one record of whole 64-bit words (:class:`InBagCopies`): its slots, its class,
 and its bootstrap multiplicity (drawn once from the hash), or, with weights, the multiplicity
-times the row's weight in a last word.  Moving a row moves a few words.
+times the row's weight in a last word; a regressor's target takes a word of its own, before the
+weight's.  Moving a row moves a few words.
 
 Every count is summed in row order by one thread, as the pass kernel sums it: the trees are the
 ones a pass per level grows, bit for bit, for any ``n_jobs``.
@@ -44,7 +45,10 @@ class InBagCopies:
     ``items`` views the words as elements of the slots' type (widened to hold a class code):
     elements ``0 .. width - 1`` are the row's slots, element ``width`` its class, and element
     ``width + 1`` its multiplicity when unweighted; ``weights`` views them as float64, and with
-    weights the last word is the multiplicity times the row's weight.
+    weights the last word is the multiplicity times the row's weight.  A regressor's records are
+    always weighted, and their target (float64) is the word before the weight.  ``targets[t, u,
+    target_at]`` is the row's class or target: ``targets`` is ``items`` or ``weights``, so its type
+    chooses the counting rule (:func:`rainforest.counting.add_row`).
 
     ``moved`` and ``branch`` are :func:`partition_spans`' scratch, shared by the chunk's trees: the
     records and branches of groups being moved together, ``scratch_rows`` of them at a time (the
@@ -54,6 +58,8 @@ class InBagCopies:
     words: np.ndarray
     items: np.ndarray
     weights: np.ndarray
+    targets: np.ndarray
+    target_at: int
     width: int
     weighted: bool
     moved: np.ndarray
@@ -62,15 +68,18 @@ class InBagCopies:
     task_rows: int
 
     @staticmethod
-    def layout(width: int, slot_type, n_classes: int, weighted: bool) -> tuple[np.dtype, int]:
-        """The element type and the words of one record."""
+    def layout(width: int, slot_type, n_classes: int, weighted: bool, regression: bool = False) -> tuple[np.dtype, int]:
+        """The element type and the words of one record (a regressor's ``n_classes`` is ignored)."""
+        if regression:  # the slots, then the target's word and the weight's
+            item = np.dtype(slot_type)
+            return item, -(-width * item.itemsize // 8) + 2
         item = np.promote_types(slot_type, np.uint8 if n_classes <= 256 else np.uint32)
         n_items = width + (1 if weighted else 2)
         return item, -(-n_items * item.itemsize // 8) + (1 if weighted else 0)
 
     @classmethod
-    def record_bytes(cls, width: int, slot_type, n_classes: int, weighted: bool) -> int:
-        return 8 * cls.layout(width, slot_type, n_classes, weighted)[1]
+    def record_bytes(cls, width: int, slot_type, n_classes: int, weighted: bool, regression: bool = False) -> int:
+        return 8 * cls.layout(width, slot_type, n_classes, weighted, regression)[1]
 
     @staticmethod
     def scratch_bytes(rows: int, record: int, threads: int) -> int:
@@ -82,20 +91,25 @@ class InBagCopies:
 
     @classmethod
     def allocate(cls, n_trees: int, n_rows: int, scratch_rows: int, width: int, slot_type, n_classes: int,
-                 weighted: bool) -> "InBagCopies":
-        item, n_words = cls.layout(width, slot_type, n_classes, weighted)
+                 weighted: bool, regression: bool = False) -> "InBagCopies":
+        item, n_words = cls.layout(width, slot_type, n_classes, weighted, regression)
         # Room for every row; pages past the rows in use stay untouched (and uncounted by the OS).
         words = np.empty((n_trees, n_rows, n_words), np.uint64)
         moved = np.empty((max(n_rows, scratch_rows), n_words), np.uint64)  # a group may exceed scratch_rows
         branch = np.empty(len(moved), np.int32)
-        return cls(words, words.view(item), words.view(np.float64), width, weighted, moved, branch, scratch_rows,
-                   TASK_ROWS)
+        items, weights = words.view(item), words.view(np.float64)
+        targets, target_at = (weights, n_words - 2) if regression else (items, width)
+        return cls(words, items, weights, targets, target_at, width, weighted or regression, moved, branch,
+                   scratch_rows, TASK_ROWS)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, n_in_bag, block):
+def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, targets, target_at, copy_unit, n_in_bag,
+                  block):
     """Copy tree ``t``'s in-bag rows of the kept rows ``S, y, w`` (row ``i``'s identity is ``i``), in
-    row order, into the records of :class:`InBagCopies`: the root's group.
+    row order, into the records of :class:`InBagCopies`: the root's group (``y[i]`` to
+    ``targets[t, u, target_at]``; the multiplicity to the record's item ``width + 1`` if
+    ``copy_unit``, else, times the weight, to its last word).
 
     Tree ``t`` (keys ``keys1[t], keys2[t]``) draws row ``i`` ``m`` times
     (:func:`rainforest.bootstrap.multiplicity`); rows with ``m > 0`` are copied, ``n_in_bag[t]`` of
@@ -128,6 +142,7 @@ def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, n_in_bag, b
         lo = blk * block
         copies = items[t, at[t, blk]:]  # indices from 0: no check for a negative index (see count_spans)
         copy_weights = weights[t, at[t, blk]:, last]
+        copy_targets = targets[t, at[t, blk]:]
         u = 0
         for i in range(min(n, lo + block) - lo):
             m = multiplicity(hash_row(lo + i, s1, s2), thresholds)
@@ -135,21 +150,22 @@ def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, n_in_bag, b
                 continue
             for a in range(width):
                 copies[u, a] = S[lo + i, a]
-            copies[u, width] = y[lo + i]
-            if unit:
+            copy_targets[u, target_at] = y[lo + i]
+            if copy_unit:
                 copies[u, width + 1] = m
             else:
-                copy_weights[u] = m * w[lo + i]
+                copy_weights[u] = m if unit else m * w[lo + i]
             u += 1
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def count_spans(items, weights, width, unit, job_tree, starts, ends, job_of_attr, attrs, slot_off, job_base,
-                n_channels, counts):
+def count_spans(items, weights, targets, target_at, width, unit, job_tree, starts, ends, job_of_attr, attrs,
+                slot_off, job_base, n_channels, counts):
     """Count every job's rows into its AVC-group (the layout of :func:`rainforest.forest_kernels.count_forest`).
 
     Job ``j``'s rows are records ``starts[j]:ends[j]`` of tree ``job_tree[j]``'s copies: the
-    multiplicity (times the weight unless ``unit``) goes to the row's class and one to the row-count
+    multiplicity (times the weight unless ``unit``) goes to the row's class (or target,
+    ``targets[t, u, target_at]``) and one to the row-count
     channel, at the slot of each of the job's attributes (``attrs[q]`` with ``job_of_attr[q] == j``).
     Threads take (job, attribute) pairs, each owning its cells, so every cell is summed in row
     order by one thread.
@@ -166,8 +182,9 @@ def count_spans(items, weights, width, unit, job_tree, starts, ends, job_of_attr
         cells = counts[job_base[j] + slot_off[q] * n_channels:]
         rows = items[t, starts[j]:ends[j]]
         row_weights = weights[t, starts[j]:ends[j], last]
+        row_targets = targets[t, starts[j]:ends[j]]
         for u in range(rows.shape[0]):
-            add_row(cells, np.uint64(rows[u, a]) * stride, np.uint64(rows[u, width]),
+            add_row(cells, np.uint64(rows[u, a]) * stride, row_targets[u, target_at],
                     float(rows[u, width + 1]) if unit else row_weights[u], True, n_classes)
 
 

@@ -72,21 +72,29 @@ def check_document(doc, path: str, cls) -> None:
     if doc.get("n_passes") is not None:
         check_int(at / "n_passes", doc["n_passes"], least=0)
     part = {"DecisionTreeClassifier": "tree", "DecisionTreeRegressor": "tree", "RandomForestClassifier": "forest",
-            "NaiveBayesClassifier": "naive_bayes", "AdaBoostClassifier": "boosting"}.get(estimator)
+            "RandomForestRegressor": "forest", "NaiveBayesClassifier": "naive_bayes",
+            "AdaBoostClassifier": "boosting"}.get(estimator)
     if part is None:
         at.fail(f"no checks for the estimator {estimator!r}")
     body = at.get(doc, part)
     if part == "tree":
         check_tree(body, at / "tree")
-        if (body.get("task") == "regression") != bool(getattr(cls, "_regression", False)):
-            (at / "tree" / "task").fail(f"a {estimator} holds a {body.get('task', 'classification')} tree")
+        check_task(body, at / "tree", cls)
         check_list(at / "pruning", doc.get("pruning", []))
     elif part == "forest":
         check_forest(body, at / "forest")
+        for t, tree in enumerate(body["trees"]):
+            check_task(tree, at / "forest" / "trees" / t, cls)
     elif part == "naive_bayes":
         check_bayes(body, at / "naive_bayes", doc["params"])
     else:
         check_boosting(body, at / "boosting", doc["params"])
+
+
+def check_task(tree: dict, at: At, cls) -> None:
+    """A tree's task (``"task": "regression"``, or none: a classifier's) must be its estimator's."""
+    if (tree.get("task") == "regression") != bool(getattr(cls, "_regression", False)):
+        (at / "task").fail(f"a {cls.__name__} holds a {tree.get('task', 'classification')} tree")
 
 
 # -- forest ---------------------------------------------------------------------------------------

@@ -37,8 +37,8 @@ READERS: dict[str, Callable] = {}
 CLASSES: dict[str, type] = {}
 #: the modules whose import registers a reader: imported by :func:`load` on first use (the package
 #: imports its learners lazily, and a program may call ``load`` before using any of them)
-LEARNER_MODULES = ("rainforest.estimators", "rainforest.regressor", "rainforest.forest", "rainforest.bayes",
-                   "rainforest.boosting")
+LEARNER_MODULES = ("rainforest.estimators", "rainforest.regressor", "rainforest.forest",
+                   "rainforest.forest_regressor", "rainforest.bayes", "rainforest.boosting")
 
 #: the first bytes of a compact model file; then the JSON text's length (8 bytes, little-endian)
 #: and the text compressed with zstd

@@ -449,6 +449,17 @@ def test_exact_mode_and_multiway_splits_grow_too():
     assert all(t.to_json() == single.tree_.to_json() for t in clf.estimators_)
 
 
+def test_without_bootstrap_weighted_trees_are_the_decision_trees_to_the_last_bit():
+    """Fractional class weights: the root's totals are summed over the slots of the attribute with the
+    fewest (rainforest.plan.lead_of), in the forest as in the tree, so even their last bits agree."""
+    table = pq.read_table(dataset_path("adult_train"))
+    params = dict(max_depth=6, class_weight={"<=50K": 0.3, ">50K": 1.7})
+    clf = RandomForestClassifier(n_estimators=2, bootstrap=False, max_features=None, **params).fit(
+        table, target="class")
+    single = DecisionTreeClassifier(**params).fit(table, target="class")
+    assert all(t.to_json() == single.tree_.to_json() for t in clf.estimators_)
+
+
 def test_ccp_alpha_prunes_every_tree_of_the_forest():
     """ccp_alpha prunes each grown tree as rainforest.pruning does (same seed: same grown trees),
     the out-of-bag score comes from the pruned trees, and the parameter survives save/load."""
