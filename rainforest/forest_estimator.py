@@ -109,8 +109,8 @@ class ForestEstimator:
                 raise DataError("warm_start: the data's feature columns differ from those the forest was grown on")
             batch_size = batch_size_for(self, budget, len(data.features))
             schema, profile = profile_pass(self, data, run.kinds, batch_size, seed)
-            class_weight = class_weights(getattr(self, "class_weight", None), schema.label.classes, profile.label_counts,
-                                         profile.n_rows)
+            class_weight = class_weights(getattr(self, "class_weight", None), schema.label.classes,
+                                         profile.label_counts, profile.n_rows)
             params = grow_params(self, profile.n_rows, algorithm="hybrid" if self.algorithm == "hybrid" else "read")
             seeds = tree_seeds(seed, start, self.n_estimators)
             combos, per_tree = self._combinations(schema, profile, seeds)

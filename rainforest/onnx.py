@@ -1,4 +1,5 @@
-"""ONNX export: a tree or a forest as one ``ai.onnx.ml`` ``TreeEnsembleClassifier`` graph.
+"""ONNX export: a tree or a forest as one ``ai.onnx.ml`` ``TreeEnsembleClassifier`` graph (a
+regressor's: ``TreeEnsembleRegressor``, output ``variable`` [N,1] float, the mean of its trees' leaf means).
 
 The graph (``inputs="columns"``, the default)::
 
@@ -29,7 +30,9 @@ How a split becomes ensemble nodes (``route_rows`` is the reference):
   (onnxruntime fuses such chains into one set test).
 
 Leaves carry the leaf's class distribution (``Tree.leaf_proba``) times ``1 / n_trees``, with
-``post_transform="NONE"``, so ``probabilities`` is ``predict_proba``.
+``post_transform="NONE"``, so ``probabilities`` is ``predict_proba``; a regression tree's leaves
+carry their mean times ``1 / n_trees``, summed, so ``variable`` is ``predict`` (in float32, the
+operator's output type).  The node lists are :mod:`rainforest.onnx_nodes`'.
 """
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ from .errors import MissingDependency
 from .atomic import write_atomic
 from .errors import DataError, NotFittedError
 from .schema import CATEGORICAL, NUMERIC, Attribute, Schema
+from .onnx_nodes import EnsembleNodes, add_tree
 from .tree import Tree, plain_value
 
 OPSET = 17  # the default domain: Cast, Concat, Gather, Mul, Add
@@ -70,16 +74,18 @@ class Ensemble:
     kinds: list = field(init=False)
     categories: list = field(init=False)
     classes: list = field(init=False)
+    regression: bool = field(init=False)
 
     def __post_init__(self):
         first = self.trees[0]
         p = self.n_features
         self.names, self.kinds = list(first.feature_names[:p]), list(first.feature_kinds[:p])
         self.categories, self.classes = list(first.categories[:p]), list(first.classes)
+        self.regression = first.regression
 
 
 def ensemble_of(model) -> Ensemble:
-    """The trees of a ``Tree``, a fitted ``DecisionTreeClassifier`` or ``RandomForestClassifier``.
+    """The trees of a ``Tree``, a fitted decision tree or random forest (a classifier or a regressor).
 
     Raises
     ------
@@ -91,108 +97,16 @@ def ensemble_of(model) -> Ensemble:
     if isinstance(model, Tree):
         return Ensemble([model], [None], model.n_features)
     name = type(model).__name__
-    if hasattr(model, "combinations_"):  # a fitted RandomForestClassifier
+    if hasattr(model, "combinations_"):  # a fitted random forest
         return Ensemble(list(model.estimators_), list(model.combinations_), int(model.n_features_in_))
     if hasattr(model, "tree_"):
         return Ensemble([model.tree_], [None], model.tree_.n_features)
-    if name in ("DecisionTreeClassifier", "RandomForestClassifier"):
+    if name in ("DecisionTreeClassifier", "RandomForestClassifier", "DecisionTreeRegressor", "RandomForestRegressor"):
         raise NotFittedError(f"this {name} is not fitted yet; call fit first")
-    raise TypeError(f"ONNX export takes a Tree, a DecisionTreeClassifier or a RandomForestClassifier, got {name}"
+    raise TypeError(f"ONNX export takes a Tree, a decision tree or a random forest (classifier or regressor), "
+                    f"got {name}"
                     + (" (its probabilities are not a mean of its trees' class distributions)"
                        if name == "AdaBoostClassifier" else ""))
-
-
-# -- the tree ensemble's node lists -----------------------------------------------------------
-@dataclass
-class _Nodes:
-    """The attribute lists of a ``TreeEnsembleClassifier``, filled tree by tree."""
-
-    treeids: list = field(default_factory=list)
-    nodeids: list = field(default_factory=list)
-    featureids: list = field(default_factory=list)
-    modes: list = field(default_factory=list)
-    values: list = field(default_factory=list)
-    true: list = field(default_factory=list)
-    false: list = field(default_factory=list)
-    missing_true: list = field(default_factory=list)
-    class_treeids: list = field(default_factory=list)
-    class_nodeids: list = field(default_factory=list)
-    class_ids: list = field(default_factory=list)
-    class_weights: list = field(default_factory=list)
-
-    def add(self, t, node, feature, mode, value, true, false, missing_true):
-        self.treeids.append(t)
-        self.nodeids.append(node)
-        self.featureids.append(feature)
-        self.modes.append(mode)
-        self.values.append(value)
-        self.true.append(true)
-        self.false.append(false)
-        self.missing_true.append(int(missing_true))
-
-
-def _category_runs(tree: Tree, i: int) -> tuple[list, int]:
-    """Categorical split ``i`` as runs ``[(branch, codes)]``, one per branch other than the branch of
-    unseen categories (the *default*, where codes in no run go), and the default branch."""
-    cats = tree.categories[tree.feature[i]]
-    off = int(tree.cat_offset[i])
-    branch = tree.cat_branch[off:off + len(cats) + 1]
-    default = int(branch[len(cats)])
-    runs = [(b, [c for c in range(len(cats)) if branch[c] == b]) for b in range(int(tree.n_children[i]))]
-    return [(b, codes) for b, codes in runs if b != default and codes], default
-
-
-def _node_sizes(tree: Tree) -> np.ndarray:
-    """Ensemble nodes per tree node: 1 for leaves and numeric splits; for a categorical split, one per
-    code in its runs and one separator after each run (at least one)."""
-    sizes = np.ones(tree.node_count, np.int64)
-    for i in np.flatnonzero((tree.first_child >= 0) & (tree.cat_offset >= 0)):
-        runs, _ = _category_runs(tree, int(i))
-        sizes[i] = sum(len(codes) + 1 for _, codes in runs) or 1  # runs, separators, the end node
-    return sizes
-
-
-def _add_tree(nodes: _Nodes, t: int, tree: Tree, column_of, weight: float, all_classes: bool) -> None:
-    """Tree ``t``'s nodes and leaf weights; ``column_of(f)``: the ensemble column of the tree's feature ``f``."""
-    start = np.concatenate([[0], np.cumsum(_node_sizes(tree))])
-    proba = tree.leaf_proba()
-    for i in range(tree.node_count):
-        at = int(start[i])
-        first = int(tree.first_child[i])
-        if first < 0:
-            nodes.add(t, at, 0, "LEAF", 0.0, 0, 0, False)
-            for k in range(tree.n_classes):
-                if all_classes or proba[i, k] > 0:  # absent classes score 0
-                    nodes.class_treeids.append(t)
-                    nodes.class_nodeids.append(at)
-                    nodes.class_ids.append(k)
-                    nodes.class_weights.append(float(proba[i, k]) * weight)
-            continue
-        f = column_of(int(tree.feature[i]))
-        child = lambda b: int(start[first + b])  # noqa: E731
-        if tree.cat_offset[i] < 0:
-            nodes.add(t, at, f, "BRANCH_LEQ", float(tree.threshold[i]), child(0), child(1),
-                      tree.missing_branch[i] == 0)
-            continue
-        # Each run is BRANCH_EQ nodes on the code whose true edges share the branch's subtree (the
-        # nodes of the missing values' branch also take NaN); an "x <= +inf" node follows each run,
-        # both edges to what comes next: the next run, or after the last one the default branch
-        # (and, when the missing values' branch has no run, false, i.e. NaN, to it). onnxruntime
-        # lays out a node's false child right after it, so a subtree may have one false parent and
-        # is shared through true edges only; and it fuses EQ nodes linked by false edges into one
-        # set test, so runs of different branches are never adjacent.
-        runs, default = _category_runs(tree, i)
-        missing = int(tree.missing_branch[i])
-        pos = at
-        for r, (b, codes) in enumerate(runs):
-            for c in codes:
-                nodes.add(t, pos, f, "BRANCH_EQ", float(c), child(b), pos + 1, b == missing)
-                pos += 1
-            if r + 1 < len(runs):
-                nodes.add(t, pos, f, "BRANCH_LEQ", math.inf, pos + 1, pos + 1, False)
-                pos += 1
-        nan_to = default if missing == default or any(b == missing for b, _ in runs) else missing
-        nodes.add(t, pos, f, "BRANCH_LEQ", math.inf, child(default), child(nan_to), False)
 
 
 # -- the graph ---------------------------------------------------------------------------------
@@ -279,12 +193,34 @@ def _combination_columns(onnx, x: str, combos, t: int, graph_nodes, initializers
     return total
 
 
+def _classifier_nodes(onnx, nodes: EnsembleNodes, x: str, classes: list, tree_nodes: dict, graph_nodes: list,
+                      initializers: list) -> None:
+    """The ``TreeEnsembleClassifier`` (its ``probabilities``) and the ``label`` it implies."""
+    helper, nh = onnx.helper, onnx.numpy_helper
+    for k in sorted(set(range(len(classes))) - set(nodes.class_ids)):  # every class declared once
+        nodes.class_treeids.append(0)
+        nodes.class_nodeids.append(nodes.class_nodeids[0])
+        nodes.class_ids.append(k)
+        nodes.class_weights.append(0.0)
+    graph_nodes.append(helper.make_node(
+        "TreeEnsembleClassifier", [x], [f"{_PREFIX}label", "probabilities"], class_treeids=nodes.class_treeids,
+        class_nodeids=nodes.class_nodeids, class_ids=nodes.class_ids,
+        class_weights_as_tensor=nh.from_array(np.array(nodes.class_weights, np.float64)),
+        classlabels_int64s=list(range(len(classes))), **tree_nodes))
+    # the label is the first most probable class, as predict; not the operator's own label output,
+    # which for two classes is "class 1 if its score > 0" in onnxruntime
+    initializers.append(nh.from_array(_class_values(classes)[1], f"{_PREFIX}classes"))
+    graph_nodes.append(helper.make_node("ArgMax", ["probabilities"], [f"{_PREFIX}argmax"], axis=1, keepdims=0))
+    graph_nodes.append(helper.make_node("Gather", [f"{_PREFIX}classes", f"{_PREFIX}argmax"], ["label"], axis=0))
+
+
 def to_onnx(model, path=None, *, inputs: str = "columns", missing_string: str | None = "", name: str | None = None):
-    """A fitted tree or forest as an ONNX model (``ai.onnx.ml`` ``TreeEnsembleClassifier``).
+    """A fitted tree or forest as an ONNX model (``ai.onnx.ml`` ``TreeEnsembleClassifier``, or
+    ``TreeEnsembleRegressor`` for a regressor).
 
     Parameters
     ----------
-    model : DecisionTreeClassifier, RandomForestClassifier or Tree
+    model : DecisionTreeClassifier, RandomForestClassifier, DecisionTreeRegressor, RandomForestRegressor or Tree
         Fitted; binned or exact, binary or multiway categorical splits, Forest-RI or Forest-RC.
     path : str or path-like, optional
         Where to write the ``.onnx`` file (through a temporary file and a rename).
@@ -306,7 +242,8 @@ def to_onnx(model, path=None, *, inputs: str = "columns", missing_string: str | 
     onnx.ModelProto
         Outputs ``label`` (``[N]``: string or int64 classes; the class index for other class
         types) and ``probabilities`` (``[N, n_classes]`` float, classes in ``classes_`` order:
-        ``predict_proba``). The metadata holds ``rainforest.classes``, ``rainforest.features``
+        ``predict_proba``); a regressor's: ``variable`` (``[N, 1]`` float: ``predict``). The
+        metadata holds ``rainforest.classes`` (empty for a regressor), ``rainforest.features``
         (names, kinds, categories), ``rainforest.inputs`` and ``rainforest.missing_string``.
 
     Notes
@@ -323,6 +260,8 @@ def to_onnx(model, path=None, *, inputs: str = "columns", missing_string: str | 
     for t, tree in enumerate(ens.trees):
         if list(tree.classes) != ens.classes or list(tree.feature_names[:p]) != ens.names:
             raise ValueError(f"tree {t} has other classes or features than tree 0; cannot export one ensemble")
+        if tree.regression != ens.regression:
+            raise ValueError(f"tree {t} is not of tree 0's task; cannot export one ensemble")
     clash = [n for n in ens.names if n.startswith(_PREFIX)]
     if inputs == "columns" and clash:
         raise DataError(f"feature column {clash[0]!r} clashes with the export's internal names ({_PREFIX}...)")
@@ -353,41 +292,34 @@ def to_onnx(model, path=None, *, inputs: str = "columns", missing_string: str | 
         graph_nodes.append(helper.make_node("Concat", blocks, [f"{_PREFIX}Xrc"], axis=1))
         x = f"{_PREFIX}Xrc"
 
-    nodes = _Nodes()
+    nodes = EnsembleNodes()
     weight = 1.0 / len(ens.trees)
     for t, tree in enumerate(ens.trees):
         off = offsets[t]
         # with two classes onnxruntime reads a leaf without class 1's weight as a one-score leaf: give both
-        _add_tree(nodes, t, tree, lambda f, off=off: f if f < p else off + f - p, weight,
-                  all_classes=len(ens.classes) == 2)
-    for k in sorted(set(range(len(ens.classes))) - set(nodes.class_ids)):  # every class declared once
-        nodes.class_treeids.append(0)
-        nodes.class_nodeids.append(nodes.class_nodeids[0])
-        nodes.class_ids.append(k)
-        nodes.class_weights.append(0.0)
-    graph_nodes.append(helper.make_node(
-        "TreeEnsembleClassifier", [x], [f"{_PREFIX}label", "probabilities"], domain="ai.onnx.ml",
-        nodes_treeids=nodes.treeids, nodes_nodeids=nodes.nodeids, nodes_featureids=nodes.featureids,
-        nodes_modes=nodes.modes, nodes_values_as_tensor=nh.from_array(np.array(nodes.values, np.float64)),
-        nodes_truenodeids=nodes.true, nodes_falsenodeids=nodes.false,
-        nodes_missing_value_tracks_true=nodes.missing_true, class_treeids=nodes.class_treeids,
-        class_nodeids=nodes.class_nodeids, class_ids=nodes.class_ids,
-        class_weights_as_tensor=nh.from_array(np.array(nodes.class_weights, np.float64)),
-        post_transform="NONE", classlabels_int64s=list(range(len(ens.classes)))))
-    # the label is the first most probable class, as predict; not the operator's own label output,
-    # which for two classes is "class 1 if its score > 0" in onnxruntime
-    label_type, class_values = _class_values(ens.classes)
-    initializers.append(nh.from_array(class_values, f"{_PREFIX}classes"))
-    graph_nodes.append(helper.make_node("ArgMax", ["probabilities"], [f"{_PREFIX}argmax"], axis=1, keepdims=0))
-    graph_nodes.append(helper.make_node("Gather", [f"{_PREFIX}classes", f"{_PREFIX}argmax"], ["label"], axis=0))
-    outputs = [helper.make_tensor_value_info("label", label_type, ["N"]),
-               helper.make_tensor_value_info("probabilities", TP.FLOAT, ["N", len(ens.classes)])]
+        add_tree(nodes, t, tree, lambda f, off=off: f if f < p else off + f - p, weight,
+                 all_classes=len(ens.classes) == 2)
+    tree_nodes = dict(domain="ai.onnx.ml", nodes_treeids=nodes.treeids, nodes_nodeids=nodes.nodeids,
+                      nodes_featureids=nodes.featureids, nodes_modes=nodes.modes,
+                      nodes_values_as_tensor=nh.from_array(np.array(nodes.values, np.float64)),
+                      nodes_truenodeids=nodes.true, nodes_falsenodeids=nodes.false,
+                      nodes_missing_value_tracks_true=nodes.missing_true, post_transform="NONE")
+    if ens.regression:  # the mean of the trees' leaf means: each leaf weighs its mean / n_trees, summed
+        graph_nodes.append(helper.make_node(
+            "TreeEnsembleRegressor", [x], ["variable"], n_targets=1, aggregate_function="SUM",
+            target_treeids=nodes.class_treeids, target_nodeids=nodes.class_nodeids, target_ids=nodes.class_ids,
+            target_weights_as_tensor=nh.from_array(np.array(nodes.class_weights, np.float64)), **tree_nodes))
+        outputs = [helper.make_tensor_value_info("variable", TP.FLOAT, ["N", 1])]
+    else:
+        _classifier_nodes(onnx, nodes, x, ens.classes, tree_nodes, graph_nodes, initializers)
+        outputs = [helper.make_tensor_value_info("label", _class_values(ens.classes)[0], ["N"]),
+                   helper.make_tensor_value_info("probabilities", TP.FLOAT, ["N", len(ens.classes)])]
     graph = helper.make_graph(graph_nodes, name or type(model).__name__, graph_inputs, outputs, initializers)
     onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
                                                          helper.make_opsetid("ai.onnx.ml", ML_OPSET)],
                                    producer_name="rainforest", producer_version=_version())
-    onnx_model.doc_string = (f"rainforest {type(model).__name__}: {len(ens.trees)} tree(s), classes {ens.classes}; "
-                             f"probabilities = predict_proba")
+    onnx_model.doc_string = (f"rainforest {type(model).__name__}: {len(ens.trees)} tree(s), " + (
+        "variable = predict" if ens.regression else f"classes {ens.classes}; probabilities = predict_proba"))
     helper.set_model_props(onnx_model, {
         "rainforest.classes": json.dumps([plain_value(c) for c in ens.classes]),
         "rainforest.features": json.dumps([{"name": n, "kind": k, "categories": None if c is None else

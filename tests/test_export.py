@@ -15,7 +15,8 @@ import pytest
 
 from conftest import dataset_path
 from rainforest.errors import MissingDependency
-from rainforest import AdaBoostClassifier, DecisionTreeClassifier, NaiveBayesClassifier, RandomForestClassifier
+from rainforest import (AdaBoostClassifier, DecisionTreeClassifier, DecisionTreeRegressor, NaiveBayesClassifier,
+                        RandomForestClassifier, RandomForestRegressor)
 from rainforest.dot import branch_members, class_colors, export_dot, render_png
 from rainforest.errors import DataError, NotFittedError
 
@@ -116,6 +117,28 @@ def test_onnx_forest_letter(letter):
     train, test = letter
     rf = RandomForestClassifier(n_estimators=4, max_depth=10, random_state=1).fit(train, target="class")
     assert_matches(rf, test)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DecisionTreeRegressor(max_depth=10, max_bins=None),
+    lambda: RandomForestRegressor(n_estimators=5, max_depth=8, random_state=2),
+    lambda: RandomForestRegressor(n_estimators=4, max_depth=6, combination="linear"),
+], ids=["tree-exact", "forest", "forest-rc"])
+@pytest.mark.parametrize("inputs", ["columns", "matrix"])
+def test_onnx_regressors_give_predict(adult, make, inputs):
+    """A TreeEnsembleRegressor whose one output, summed leaf means / n_trees, is predict up to float32
+    (adult's hours per week from the other columns: categories with nulls, unseen ones, missing values)."""
+    train, test = adult
+    reg = make().fit(train.drop(["class"]), target="hours_per_week")
+    X = test.drop(["class", "hours_per_week"])
+    proto = to_onnx(reg, inputs=inputs)
+    assert [n.op_type for n in proto.graph.node if n.domain == "ai.onnx.ml" and "Tree" in n.op_type] == [
+        "TreeEnsembleRegressor"]
+    assert [o.name for o in proto.graph.output] == ["variable"]
+    (variable,) = run_onnx(proto, X)
+    expected = reg.predict(X)
+    assert variable.shape == (len(expected), 1) and len(np.unique(expected)) > 20
+    np.testing.assert_allclose(variable[:, 0], expected, rtol=2e-7, atol=1e-5)  # float32 output
 
 
 def test_onnx_thresholds_are_compared_in_double():
