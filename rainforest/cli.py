@@ -25,7 +25,7 @@ import sys
 from .errors import MissingDependency  # light: errors imports only storage's base
 from .cli_demo import cmd_demo
 from .cli_model import cmd_evaluate, cmd_inspect, cmd_predict
-from .cli_train import BASES, LEARNERS, cmd_train
+from .cli_train import BASES, LEARNERS, REGRESSORS, cmd_train
 from .params import Options, parse_option
 from .signals import Terminated, termination_as_interrupt
 
@@ -130,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  rainforest train data/train/ --target label --model forest.json --learner forest \\\n"
         "      --n-estimators 100 --max-depth 10 --oob-score\n"
         "  rainforest train data/train/ --target label --model nb.json --learner bayes\n"
+        "  rainforest train data/sales/ --target amount --model reg.json --learner forest --max-depth 12\n"
         "  rainforest train /data/train --target class --model /data/model.json --scheduler tcp://scheduler:8786")
     p.add_argument("data", metavar="DATA", help="Parquet file, folder or glob with the training rows; or a DuckDB "
                    "database file or a postgresql:// URL, with --table or --query")
@@ -140,9 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tree: one decision tree; forest: a random forest whose trees grow together, one pass "
                         "per level; bayes: naive Bayes in one pass; adaboost: SAMME boosting, one pass per "
                         "round; boat: BOAT, the exact tree (as --exact) in two passes (default: tree)")
+    p.add_argument("--task", choices=["auto", "classification", "regression"], default="auto",
+                   help="regression: a regression tree or forest (--learner tree or forest) predicting the mean "
+                        "target; auto: regression when the target column is floating point (an integer target is "
+                        "a class label unless --task regression says otherwise) (default: auto)")
     opt = _ParamOptions(p)
-    opt.add("--criterion", help="split quality: Gini index (CART), information gain (ID3) or gain ratio (C4.5) "
-                                "(default: gini)")
+    opt.add("--criterion", help="split quality: Gini index (CART), information gain (ID3) or gain ratio (C4.5); "
+                                "a regressor's: squared_error, variance reduction (default: gini, squared_error)")
     opt.add("--categorical-split", help="categorical attributes split in two subsets, or one branch per category "
                                         "(default: binary)")
     opt.add("--max-depth", metavar="N", help="maximum depth of the tree (default: grow until the leaves are pure)")
@@ -319,7 +324,8 @@ def _choices(name: str):
 
 def _param_rules(name: str) -> list:
     """The constraints of parameter ``name`` in every learner (and boosting base) declaring it."""
-    return [entry.params[name] for entry in (*LEARNERS.values(), *BASES.values()) if name in entry.params]
+    return [entry.params[name] for entry in (*LEARNERS.values(), *REGRESSORS.values(), *BASES.values())
+            if name in entry.params]
 
 
 def _param_type(name: str, flag: str):

@@ -51,7 +51,8 @@ def model_summary(clf) -> list[str]:
         lines = [f"trees:  {len(clf.estimators_)} (depth {min(depths)} to {max(depths)}, "
                  f"{int(np.mean([t.n_leaves for t in clf.estimators_]))} leaves on average)"]
         if getattr(clf, "oob_score_", None) is not None:
-            lines.append(f"out-of-bag accuracy: {clf.oob_score_:.4f}")
+            lines.append(f"out-of-bag {'R²' if getattr(clf, '_regression', False) else 'accuracy'}: "
+                         f"{clf.oob_score_:.4f}")
         return lines
     if hasattr(clf, "estimator_weights_"):  # boosting
         return [f"rounds: {len(clf.estimator_weights_)} (weights {', '.join(f'{w:.3f}' for w in clf.estimator_weights_[:5])}"

@@ -43,7 +43,11 @@ def cmd_predict(args) -> int:
     check_outputs({"output file": args.out}, [args.model, args.data])
     clf = load_model(args.model)
     out = os.path.abspath(args.out)
-    classes = clf.classes_
+    regression = getattr(clf, "_regression", False)
+    if regression and args.proba:
+        raise ValueError(f"--proba: {args.model!r} holds a {type(clf).__name__}, which predicts numbers, not "
+                         f"class probabilities")
+    classes = np.array([], np.float64) if regression else clf.classes_  # a regressor's predictions are float64
     names = ["prediction"] + ([f"proba_{c}" for c in classes] if args.proba else [])
     if len(set(names)) != len(names):
         raise ValueError(f"the classes {list(classes)!r} give clashing column names {names!r}")
@@ -52,8 +56,11 @@ def cmd_predict(args) -> int:
         writer = None
         try:
             for table in _scan(clf, data, []):
-                proba = clf.predict_proba(table)
-                cols = [pa.array(classes[np.argmax(proba, axis=1)])]
+                if regression:
+                    cols = [pa.array(clf.predict(table), pa.float64())]
+                else:
+                    proba = clf.predict_proba(table)
+                    cols = [pa.array(classes[np.argmax(proba, axis=1)])]
                 if args.proba:
                     cols += [pa.array(proba[:, k]) for k in range(len(classes))]
                 batch = pa.table(cols, names=names)
@@ -81,6 +88,13 @@ def cmd_evaluate(args) -> int:
     clf = load_model(args.model)
     target = args.target or model_target(clf)
     check_outputs({"ROC plot": args.roc}, [args.model, args.data])
+    if getattr(clf, "_regression", False):
+        if args.threshold is not None or args.pos_label is not None or args.roc is not None:
+            raise ValueError(f"--threshold, --pos-label and --roc are for classifiers; {args.model!r} holds a "
+                             f"{type(clf).__name__}")
+        with opened_data(args) as data:  # one pass, as a classifier's
+            print_lines(evaluate(clf, data, target=target).report())
+        return 0
     with opened_data(args) as data:  # one pass; on a Dask cluster the workers score their partitions
         pos_label = next((c for c in clf.classes_ if str(c) == args.pos_label), args.pos_label)  # "1" means 1
         ev = evaluate(clf, data, target=target, threshold=args.threshold, pos_label=pos_label)
@@ -134,7 +148,8 @@ def cmd_inspect(args) -> int:
             print_lines(f"round {k} (weight {clf.estimator_weights_[k]:.4f}):")
         print_lines((tree.export_rules() if args.rules else tree.export_text(max_depth=args.max_depth)).rstrip("\n"), "")
     print_lines(f"model:     {args.model} ({type(clf).__name__})", f"target:    {model_target(clf)}",
-         f"classes:   {', '.join(str(c) for c in clf.classes_)}")
+                "task:      regression" if getattr(clf, "_regression", False) else
+                f"classes:   {', '.join(str(c) for c in clf.classes_)}")
     if hasattr(clf, "tree_"):
         tree = clf.tree_
         print_lines(f"criterion: {tree.criterion}", f"nodes:     {tree.node_count}", f"depth:     {tree.max_depth}",

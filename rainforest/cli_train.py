@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from .meter import shows_bar
 from .cli_io import format_seconds, model_summary, opened_data, print_lines
-from .constraints import ADABOOST_PARAMS, BOAT_PARAMS, FOREST_PARAMS, NAIVE_BAYES_PARAMS, TREE_PARAMS  # light
+from .constraints import (ADABOOST_PARAMS, BOAT_PARAMS, FOREST_PARAMS, FOREST_REGRESSION_PARAMS,  # light
+                          NAIVE_BAYES_PARAMS, REGRESSION_TREE_PARAMS, TREE_PARAMS)
 from .outputs import check_outputs  # light: os, glob and tempfile only
 
 
@@ -42,6 +43,12 @@ LEARNERS = {
     "adaboost": Learner("rainforest:AdaBoostClassifier", ADABOOST_PARAMS, frozenset({"weight", "base"})),
     "boat": Learner("rainforest.boat:BoatClassifier", BOAT_PARAMS),
 }
+#: the learners of ``--task regression`` (or of a floating-point target under ``--task auto``)
+REGRESSORS = {
+    "tree": Learner("rainforest:DecisionTreeRegressor", REGRESSION_TREE_PARAMS, frozenset({"weight", "exact"})),
+    "forest": Learner("rainforest:RandomForestRegressor", FOREST_REGRESSION_PARAMS,
+                      frozenset({"weight", "exact", "no_bootstrap"})),
+}
 #: ``--base`` of ``--learner adaboost``: the weak learner (it takes that learner's options too)
 BASES = {
     "stump": Learner("rainforest:DecisionTreeClassifier", {k: v for k, v in TREE_PARAMS.items() if k != "max_depth"},
@@ -54,9 +61,31 @@ BASES = {
 OPTION_PARAMS = {"exact": ("max_bins", None), "no_bootstrap": ("bootstrap", False)}
 
 
-def estimator_from_args(args):
-    """The estimator ``rainforest train`` fits, from ``--learner`` and its options."""
-    entry = LEARNERS[args.learner]
+def is_regression(args, data) -> bool:
+    """Whether ``rainforest train`` fits a regressor: ``--task regression``; under ``--task auto`` (the
+    default), when the learner has a regressor and the target column is floating point (or decimal).
+    An integer target is a class label unless ``--task regression`` says otherwise: class codes 0/1
+    are integers far more often than integer quantities are regressed."""
+    task = getattr(args, "task", "auto")
+    if task == "regression" and args.learner not in REGRESSORS:
+        raise ValueError(f"--task regression takes --learner {' or '.join(REGRESSORS)}, not {args.learner}")
+    if task != "auto" or args.learner not in REGRESSORS:
+        return task == "regression"
+    import pyarrow as pa
+
+    from .inputs import to_source
+
+    schema = to_source(data).schema
+    if args.target not in schema.names:
+        return False  # the fit names the missing column
+    typ = schema.field(args.target).type
+    return pa.types.is_floating(typ) or pa.types.is_decimal(typ)
+
+
+def estimator_from_args(args, regression: bool = False):
+    """The estimator ``rainforest train`` fits, from ``--learner`` and its options (a regressor's when
+    ``regression``: :func:`is_regression`)."""
+    entry = (REGRESSORS if regression else LEARNERS)[args.learner]
     base = BASES[args.base or "stump"] if args.learner == "adaboost" else None
     given = {d: getattr(args, d) for d in args.param_options if hasattr(args, d)}
     given.update((o, True) for o in ("exact", "no_bootstrap", "weight", "prune", "confidence", "validation", "base")
@@ -64,7 +93,8 @@ def estimator_from_args(args):
     takes = set(entry.params) | entry.options | (set(base.params) | base.options if base else set())
     foreign = [k for k in given if k not in takes]
     if foreign:
-        where = f"--learner {args.learner}" + (f" --base {args.base or 'stump'}" if base else "")
+        where = (f"--learner {args.learner}" + (f" --base {args.base or 'stump'}" if base else "")
+                 + (" (a regressor)" if regression else ""))
         option = "--categorical" if foreign[0] == "categorical_features" else f"--{foreign[0].replace('_', '-')}"
         raise ValueError(f"{option} does not apply to {where}")
     for option, (param, value) in OPTION_PARAMS.items():
@@ -88,13 +118,13 @@ def estimator_from_args(args):
 
 def cmd_train(args) -> int:
     check_outputs({"model": args.model}, [args.data, args.validation])
-    clf = estimator_from_args(args)
     if (args.prune == "reduced-error") != (args.validation is not None):
         raise ValueError("--prune reduced-error and --validation DATA go together")
     if args.confidence is not None and args.prune != "pessimistic":
         raise ValueError("--confidence applies to --prune pessimistic")
     t0 = time.perf_counter()
     with opened_data(args) as data, contextlib.ExitStack() as stack:
+        clf = estimator_from_args(args, is_regression(args, data))
         if hasattr(clf, "close"):  # BOAT's work folder goes once the model is saved
             stack.callback(clf.close)
         weight = {"sample_weight": args.weight} if args.weight else {}  # BOAT takes no weights
@@ -103,8 +133,9 @@ def cmd_train(args) -> int:
     fit_time = time.perf_counter() - t0
     where = f" on the Dask cluster at {args.scheduler}" if args.scheduler is not None else ""
     rows = getattr(clf, "n_rows_", None)
+    target = "a numeric target" if getattr(clf, "_regression", False) else f"{len(clf.classes_)} classes"
     print_lines(f"trained a {type(clf).__name__} on {f'{rows:,} rows, ' if rows else ''}{clf.n_features_in_} features, "
-         f"{len(clf.classes_)} classes from {args.data}{where}",
+         f"{target} from {args.data}{where}",
          *model_summary(clf),
          *(f"pruned: {p['method'].replace('_', '-')}, {p['nodes_before']} -> {p['nodes_after']} nodes"
            for p in getattr(clf, "pruning_", [])),

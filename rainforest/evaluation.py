@@ -31,6 +31,7 @@ from .decision_threshold import (OBJECTIVES, ThresholdChoice, choose_threshold, 
                                  predict_threshold)
 from .inputs import training_data
 from .metrics import Evaluation, EvaluationTask, evaluation_task, model_features, positive_index
+from .schema import checked_weights
 from .model_comparison import PairedTTest, paired_t_test
 
 _BOOTSTRAP_SALT = 0x632
@@ -108,7 +109,7 @@ class BootstrapTask:
         for b, (task, seed) in enumerate(zip(self.tasks, self.seeds)):
             m = bootstrap_counts(rows, seed).astype(np.float64)
             proba = np.asarray(task.estimator.predict_proba(table.select(task.features)), np.float64)
-            w = task._weights(table, first_row)
+            w = checked_weights(table, task.weight, task.where, first_row)
             labels = table.column(task.target).combine_chunks()
             oob, drawn = m == 0, m > 0
             task.add(state[b][0], proba[oob], labels.filter(pa.array(oob)), w[oob])

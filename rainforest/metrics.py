@@ -1,4 +1,5 @@
-"""Evaluation in one pass over data of any size: confusion matrix, precision/recall/F, ROC and AUC.
+"""Evaluation in one pass over data of any size: confusion matrix, precision/recall/F, ROC and AUC
+(a regressor's MSE, MAE and R²: :mod:`rainforest.regression_evaluation`, which :func:`evaluate` dispatches to).
 
 Everything a classifier's quality needs is a sum over rows, so one pass accumulates it batch by
 batch (:class:`EvaluationTask`, a :class:`rainforest.storage.PassTask`: partial tallies of a distributed
@@ -34,7 +35,8 @@ from .classifier_metrics import (AVERAGES, Evaluation, ScoreCounts, auc,  # noqa
                                  precision_recall_fscore, roc_from_counts, specificity)
 from .errors import DataError
 from .inputs import training_data
-from .schema import numeric_values
+from .regression_evaluation import RegressionEvaluation, RegressionEvaluationTask
+from .schema import checked_weights
 from .tree import plain_value
 
 
@@ -92,7 +94,7 @@ class EvaluationTask:
             return state
         table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
         proba = np.asarray(self.estimator.predict_proba(table.select(self.features)), np.float64)
-        self.add(state, proba, table.column(self.target), self._weights(table, first_row))
+        self.add(state, proba, table.column(self.target), checked_weights(table, self.weight, self.where, first_row))
         return state
 
     def add(self, state: Tally, proba: np.ndarray, labels, w: np.ndarray) -> None:
@@ -115,16 +117,6 @@ class EvaluationTask:
             proba = np.round(proba, self.score_decimals)
         for c, counts in enumerate(state.scores):
             counts.add(proba[:, c], true == c, w)
-
-    def _weights(self, table: pa.Table, first_row: int) -> np.ndarray:
-        if self.weight is None:
-            return np.ones(table.num_rows)
-        w = numeric_values(table.column(self.weight))
-        bad = ~np.isfinite(w) | (w < 0)
-        if bad.any():
-            raise DataError(f"the weight column {self.weight!r} of {self.where} has a bad value {w[bad][0]!r} "
-                            f"at row {first_row + int(np.argmax(bad))} (weights must be finite and >= 0)")
-        return w
 
     def merge(self, a: Tally, b: Tally) -> Tally:
         index = a.code(list(b.labels))
@@ -174,7 +166,7 @@ def positive_index(classes, pos_label) -> int:
 
 def model_features(estimator) -> list:
     """The columns a fitted model reads: its feature names, or ``x0, x1, ...`` when it was fitted on a bare array."""
-    if not hasattr(estimator, "classes_"):
+    if not hasattr(estimator, "n_features_in_"):
         raise DataError(f"this {type(estimator).__name__} is not fitted yet; call fit first")
     names = getattr(estimator, "feature_names_in_", None)
     if names is not None:
@@ -184,13 +176,15 @@ def model_features(estimator) -> list:
 
 # -- the entry point -----------------------------------------------------------------------------------
 def evaluate(estimator, X, y=None, *, target=None, sample_weight=None, threshold=None, pos_label=None,
-             roc: bool = True, score_decimals: int | None = None, batch_size: int = 65536) -> Evaluation:
-    """Evaluate a fitted classifier on data of any size in one pass.
+             roc: bool = True, score_decimals: int | None = None,
+             batch_size: int = 65536) -> Evaluation | RegressionEvaluation:
+    """Evaluate a fitted classifier or regressor on data of any size in one pass.
 
     Parameters
     ----------
-    estimator : fitted classifier
-        Anything with ``classes_`` and ``predict_proba`` (the tree, the forest, naive Bayes, AdaBoost).
+    estimator : fitted classifier or regressor
+        A classifier: anything with ``classes_`` and ``predict_proba`` (the tree, the forest, naive
+        Bayes, AdaBoost); a regressor (the regression tree and forest): scored by ``predict``.
     X : path, list of paths, Source, pyarrow Table, DataFrame, Dask DataFrame or array-like
         The data, as ``fit`` takes it; paths and Sources are streamed batch by batch.
     y : array-like, optional
@@ -214,16 +208,24 @@ def evaluate(estimator, X, y=None, *, target=None, sample_weight=None, threshold
 
     Returns
     -------
-    Evaluation
+    Evaluation or RegressionEvaluation
+        A classifier's confusion matrix, ROC curves and the metrics from them; a regressor's MSE,
+        RMSE, MAE and R² (:mod:`rainforest.regression_evaluation`).
     """
     features = model_features(estimator)
     data = training_data(X, y, target, sample_weight, features)
+    columns = list(dict.fromkeys(features + [data.target] + ([data.weight] if data.weight else [])))
+    if getattr(estimator, "_regression", False):
+        if threshold is not None or pos_label is not None:
+            raise ValueError("threshold and pos_label are for classifiers; a regressor has no classes")
+        task = RegressionEvaluationTask(estimator, list(features), data.target, data.source.description,
+                                        data.weight)
+        return task.finish(data.source.run_pass(task, columns, batch_size))
     pos = positive_index(estimator.classes_, pos_label) if (threshold is not None or pos_label is not None) else 1
     if threshold is not None and not (isinstance(threshold, (int, float)) and np.isfinite(threshold)):
         raise ValueError(f"threshold must be a finite number, got {threshold!r}")
     task = evaluation_task(estimator, features, data, threshold=threshold, pos_index=pos, roc=roc,
                            score_decimals=score_decimals)
-    columns = list(dict.fromkeys(features + [data.target] + ([data.weight] if data.weight else [])))
     return task.finish(data.source.run_pass(task, columns, batch_size))
 
 

@@ -171,6 +171,19 @@ def present_rows(w: np.ndarray) -> np.ndarray | None:
     return ~zero if zero.any() else None
 
 
+def checked_weights(table, weight: str | None, where: str, first_row: int) -> np.ndarray:
+    """The weights of a batch (``table``) from its column ``weight`` (all 1 without one), refusing a
+    value that is not finite or is negative, naming the column, ``where`` and the row."""
+    if weight is None:
+        return np.ones(table.num_rows)
+    w = numeric_values(table.column(weight))
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        raise DataError(f"the weight column {weight!r} of {where} has a bad value {w[bad][0]!r} "
+                        f"at row {first_row + int(np.argmax(bad))} (weights must be finite and >= 0)")
+    return w
+
+
 def check_weight_total(total: float, weight: str | None, where: str) -> None:
     """Refuse weights that are all zero (every row would count as absent)."""
     if weight is not None and not total > 0:

@@ -238,8 +238,10 @@ def test_continuous_float_target_points_to_regression(tmp_path):
     for learner in (DecisionTreeClassifier, NaiveBayesClassifier):
         with pytest.raises(DataError, match="'y'.*regression.*cast the column to string or integer"):
             learner().fit(str(tmp_path / "d.parquet"), target="y")
-    r = _train_cli(tmp_path, tmp_path / "d.parquet", "--target", "y")
+    r = _train_cli(tmp_path, tmp_path / "d.parquet", "--target", "y", "--task", "classification")
     assert r.returncode == 2 and r.stderr.startswith("rainforest: error:") and "regression" in r.stderr
+    r = _train_cli(tmp_path, tmp_path / "d.parquet", "--target", "y")  # --task auto: a float target is regressed
+    assert r.returncode == 0 and "trained a DecisionTreeRegressor" in r.stdout, r.stderr
     # said to be a class label (cast to string): trained
     DecisionTreeClassifier(max_depth=2).fit(t.drop(["y"]), y.astype(str))
 

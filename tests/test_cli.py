@@ -361,6 +361,59 @@ def test_every_learner_trains_predicts_evaluates_and_inspects(learner, data, tmp
         assert r.stdout.count("round ") == len(ref.estimators_)
 
 
+@pytest.mark.parametrize("learner, options, make", [
+    ("tree", ["--max-depth", "6"], lambda: rainforest.DecisionTreeRegressor(max_depth=6)),
+    ("forest", ["--n-estimators", "8", "--max-depth", "5", "--oob-score"],
+     lambda: rainforest.RandomForestRegressor(n_estimators=8, max_depth=5, oob_score=True)),
+])
+def test_a_floating_point_target_trains_a_regressor(learner, options, make, data, tmp_path):
+    """--task auto: the Agrawal salary (float) is regressed from the other columns; predict writes the
+    regressor's predictions, evaluate its MSE/MAE/R² in one pass, inspect says the task."""
+    model = tmp_path / "reg.json"
+    r = run_cli("train", data / "train", "--target", "salary", "--model", model, "--learner", learner, *options,
+                cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "a numeric target" in r.stdout
+    ref = make().fit(str(data / "train"), target="salary")
+    loaded = rainforest.load(model)
+    assert type(loaded) is type(ref) and int(field(r.stdout, "passes")) == ref.n_passes_
+    test = str(data / "test")
+    np.testing.assert_array_equal(loaded.predict(test), ref.predict(test))
+    pred = tmp_path / "pred.parquet"
+    r = run_cli("predict", model, data / "test", "--out", pred, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(pq.read_table(pred).column("prediction").to_numpy(), ref.predict(test))
+    r = run_cli("evaluate", model, data / "test", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert float(field(r.stdout, "R²")) == pytest.approx(ref.score(test, target="salary"), abs=1e-6)
+    y = pq.read_table(test).column("salary").to_numpy()
+    assert float(field(r.stdout, "MSE")) == pytest.approx(np.mean((y - ref.predict(test)) ** 2), rel=1e-5)
+    r = run_cli("inspect", model, cwd=tmp_path)
+    assert r.returncode == 0 and field(r.stdout, "task") == "regression", r.stderr
+    for bad, named in ((["predict", model, data / "test", "--out", pred, "--proba"], "--proba"),
+                       (["evaluate", model, data / "test", "--threshold", "0.3"], "--threshold")):
+        r = run_cli(*bad, cwd=tmp_path)
+        assert r.returncode == 2 and named in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+
+
+def test_the_task_option_chooses_the_estimator():
+    parser = cli.build_parser()
+
+    def estimator(*options, regression):
+        args = parser.parse_args(["train", "d", "--target", "y", "--model", "m.json", *options])
+        return cli_train.estimator_from_args(args, regression)
+
+    reg = estimator("--learner", "forest", "--criterion", "squared_error", "--no-bootstrap", "--exact",
+                    regression=True)
+    assert isinstance(reg, rainforest.RandomForestRegressor) and not reg.bootstrap and reg.max_bins is None
+    with pytest.raises(ValueError, match="--class-weight does not apply to --learner tree .a regressor"):
+        estimator("--class-weight", "balanced", regression=True)
+    args = parser.parse_args(["train", "d", "--target", "y", "--model", "m.json", "--learner", "bayes",
+                              "--task", "regression"])
+    with pytest.raises(ValueError, match="--task regression takes --learner tree or forest"):
+        cli_train.is_regression(args, "d")
+
+
 def test_an_option_of_another_learner_is_an_error(data, tmp_path):
     for args, named in ((["--learner", "bayes", "--max-depth", "3"], "--max-depth"),
                         (["--n-estimators", "5"], "--n-estimators"),

@@ -36,6 +36,7 @@ ENGINE_MODULES = ["atomic", "avc", "bayes_counts", "bootstrap", "budget", "categ
 LEARNER_MODULES = ["base", "bayes", "boosted_source", "boosting", "class_resampling", "classifier_metrics",
                    "decision_threshold", "dot", "estimators", "evaluation", "forest", "forest_estimator", "forest_file",
                    "forest_regressor", "metrics", "model_check", "model_comparison", "model_file", "onnx", "onnx_nodes",
+                   "regression_evaluation",
                    "regression_metrics", "regressor", "sklearn_compat", "tree_estimator"]
 CLI_MODULES = ["__main__", "cli", "cli_demo", "cli_io", "cli_model", "cli_train"]
 LAYER_OF = {"rainforest": CLI,
