@@ -180,7 +180,7 @@ class AvcPass:
 
     def encode(self, batch: pa.RecordBatch, first_row: int) -> RowBlock:
         """A batch's rows that count, encoded at the root: what a partition store keeps."""
-        return encode_rows(self.schema, batch, self.class_weight, self.weighted).present()
+        return encode_rows(self.schema, batch, self.class_weight).present()
 
     def count_piece(self, state: AvcState, rows: RowBlock) -> AvcState:
         """Count kept rows (routed in place: the store keeps them where this pass left them, less the

@@ -36,7 +36,7 @@ class Columns:
 
     def encode(self, batch: pa.RecordBatch) -> tuple:
         """The slots (rows x columns, column-major), class codes and weights (empty if all one) of a batch."""
-        rows = encode_rows(self.schema, batch, self.class_weight, self.weighted)
+        rows = encode_rows(self.schema, batch, self.class_weight)
         if self.combos is None:
             return rows.S, rows.y, rows.w
         V = self.combos.values(self.schema.encode(batch))

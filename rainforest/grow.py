@@ -29,7 +29,7 @@ from .meter import PassMeter  # noqa: F401  (re-exported: the pass meter of grow
 from .nodes import Nodes
 from .plan import (attribute_groups, counted_slots_for, families, families_to_pull, group_bytes, lead_of,
                    pack_families, spilled_loads)
-from .rows import KeptRows, label_dtype, row_bytes, slot_dtype
+from .rows import KeptRows, label_dtype, row_bytes, slot_dtype, stores_weights
 from .rules import branch_totals, depth_limit, node_criterion, node_totals, split_outcome
 from .schema import Schema
 from .spill import Spill, room_for, spilled_bytes
@@ -94,8 +94,8 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
     # rows there, up to a quarter of the budget per worker in memory (as RF-Hybrid keeps them here),
     # the rest on the worker's local disk.
     if params.hybrid and getattr(source, "keeps_partitions", False):
-        supply.store = source.open_store(budget_bytes // 4, spilled_bytes(1, schema, schema.weight is not None
-                                                                          or class_weight is not None))
+        supply.store = source.open_store(budget_bytes // 4, spilled_bytes(1, schema, stores_weights(schema,
+                                                                                                    class_weight)))
     try:
         return _grow(supply, schema, params, budget_bytes, class_weight, n_rows, root_depth, total_weight)
     finally:
@@ -153,12 +153,13 @@ class _Growth:
         # a regressor's cells always count rows: its first channel is a weight, not a row count
         self.weighted = schema.weight is not None or class_weight is not None or schema.label.regression
         self.n_channels = self.n_classes + (1 if self.weighted else 0)
+        self.row_weights = stores_weights(schema, class_weight)  # rows carry weights (a regressor's may not)
         avc_budget = budget_bytes // 2
         self.local = not getattr(supply.source, "distributed", False)  # spill and keep in place in this process
         # RF-Hybrid: rows of nodes whose families fit a quarter of the budget are kept in memory by
         # a data pass; their subtrees are then counted over those rows, costing no data pass.
         # Not from a distributed source: its passes return only AVC-groups, never rows.
-        self.memory_rows = (budget_bytes // 4) // row_bytes(schema, self.weighted) \
+        self.memory_rows = (budget_bytes // 4) // row_bytes(schema, self.row_weights) \
             if params.hybrid and self.local else 0
         self.counted = counted_slots_for(supply, schema, params, class_weight, self.n_channels, avc_budget,
                                          self.memory_rows)
@@ -232,7 +233,7 @@ class _Growth:
         if write:
             n_rows = sum(self.nodes.n_node_samples[n] for c in chunks[:n_dense] for g in c for n in g
                          if n not in in_memory)
-            if not room_for(self.params.spill_dir, spilled_bytes(n_rows, self.schema, self.weighted)):
+            if not room_for(self.params.spill_dir, spilled_bytes(n_rows, self.schema, self.row_weights)):
                 self.spill_refused, write = True, False
         return _Level(self.level, chunks, n_dense, write, pull, self.nodes.slot_routing(self.n_slots),
                       set(self.frontier))
@@ -254,7 +255,7 @@ class _Growth:
         rows_in_memory = None
         if ci >= level.n_dense:
             rows_in_memory = supply.load(chunk, [nodes.n_node_samples[n] for n in chunk], level.routing,
-                                         len(nodes.feature), self.schema, self.weighted,
+                                         len(nodes.feature), self.schema, self.row_weights,
                                          level.number)
         elif (self.wide.any() and self.root_done and not chunk_derived and set(members) == set(chunk)
               and all(n in self.in_memory for n in chunk)):
@@ -353,7 +354,7 @@ class _Growth:
             if level.pull and not from_memory:
                 task.keep_into = supply.kept = KeptRows(
                     level.pull, [nodes.n_node_samples[n] for n in level.pull], len(nodes.feature), self.n_attr,
-                    slot_dtype(self.schema), label_dtype(self.schema.label), self.weighted)
+                    slot_dtype(self.schema), label_dtype(self.schema.label), self.row_weights)
             if level.write and not from_memory:
                 if supply.spill is None:
                     supply.spill = Spill(self.params.spill_dir, self.n_attr)

@@ -215,13 +215,19 @@ class RowBlock:
         return cls(S, batch.column("y").to_numpy(), w, batch.column("node").to_numpy().copy())
 
 
-def encode_rows(schema: Schema, batch: pa.RecordBatch, class_weight: np.ndarray | None, weighted: bool) -> RowBlock:
-    """A batch of raw rows as a :class:`RowBlock` at the root."""
+def stores_weights(schema: Schema, class_weight: np.ndarray | None) -> bool:
+    """Whether encoded rows carry a weight each: with a weight column or class weights.  (A regressor's
+    AVC cells have a row-count channel, but without sample weights its rows weigh one and carry none.)"""
+    return schema.weight is not None or class_weight is not None
+
+
+def encode_rows(schema: Schema, batch: pa.RecordBatch, class_weight: np.ndarray | None) -> RowBlock:
+    """A batch of raw rows as a :class:`RowBlock` at the root (weights: :func:`stores_weights`)."""
     S = np.empty((batch.num_rows, len(schema.attributes)), slot_dtype(schema), order="F")
     for j, a in enumerate(schema.attributes):
         attribute_slots(schema, j, batch.column(a.name), S[:, j])
     label = batch.column(schema.label.name)
-    if weighted:
+    if stores_weights(schema, class_weight):
         w = numeric_values(batch.column(schema.weight)) if schema.weight else np.ones(len(label))
         y = schema.label.codes(label, absent=w == 0)
         if class_weight is not None:

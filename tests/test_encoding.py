@@ -56,7 +56,7 @@ def test_slots_from_arrow_equal_slots_of_the_float_matrix(typ, nulls, exact):
     test = pa.table({"x": _columns(typ, rng, 5000, nulls), "c": pa.array(rng.choice(["a", "c", "zz", None], 5000)),
                      "y": pa.array(rng.integers(0, 2, 5000))})
     batch = test.to_batches()[0]
-    rows = encode_rows(schema, batch, None, False)
+    rows = encode_rows(schema, batch, None)
     np.testing.assert_array_equal(rows.S, _matrix_slots(schema, batch))
     assert (rows.S[:, 1] == 3).sum() == sum(v in ("zz", None) for v in test.column("c").to_pylist())
     if pa.types.is_integer(typ) and not exact:  # the direct table covers the cuts' integer span
@@ -74,7 +74,7 @@ def test_integers_too_large_for_a_table_are_searched():
         assert schema.integer_tables()[0] is None
         batch = pa.table({"b": pa.array(big), "u": pa.array(rng.integers(0, 600, 3000).astype(np.uint64)),
                           "y": pa.array(rng.integers(0, 2, 3000))}).to_batches()[0]
-        np.testing.assert_array_equal(encode_rows(schema, batch, None, False).S, _matrix_slots(schema, batch))
+        np.testing.assert_array_equal(encode_rows(schema, batch, None).S, _matrix_slots(schema, batch))
 
 
 @pytest.mark.parametrize("n_cuts", [10, 5_000, 300_000])
