@@ -12,6 +12,8 @@ AdaBoostClassifier
     SAMME boosting of stumps, shallow trees or naive Bayes, one pass per round.
 RandomForestClassifier
     Random forests (Forest-RI / Forest-RC) whose trees grow together, one pass per level.
+RandomForestRegressor
+    The same forest of regression trees (the mean of the trees' leaf means).
 load
     Read a model saved with ``save``.
 Tree
@@ -21,7 +23,7 @@ Modules
 -------
 rainforest.metrics
     ``evaluate``: a fitted model scored in one pass (confusion matrix, per-class and averaged
-    metrics, exact ROC curves and AUC).
+    metrics, exact ROC curves and AUC; a regressor's MSE, MAE and R²).
 rainforest.evaluation
     Holdout, random subsampling, k-fold cross-validation, the .632 bootstrap, the paired
     t-test, threshold moving and class resampling, over any source without copying it.
@@ -39,8 +41,8 @@ _LAZY = {"DecisionTreeClassifier": "estimators", "load": "estimators", "root_avc
          "Tree": "tree"}
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "NaiveBayesClassifier", "AdaBoostClassifier",
-           "RandomForestClassifier", "RandomForestRegressor", "load", "root_avc_group", "Tree", "DataError", "BudgetError", "ModelError",
-           "NotFittedError"]
+           "RandomForestClassifier", "RandomForestRegressor", "load", "root_avc_group", "Tree", "DataError",
+           "BudgetError", "ModelError", "NotFittedError"]
 __version__ = "0.1.0"
 
 

@@ -31,6 +31,7 @@ from .params import is_int
 from .profile import quantile_edges
 from .pruning import cost_complexity_prune
 from .rowhash import M32
+from .rows import stores_weights
 from .schema import CATEGORICAL, NUMERIC, Attribute, Schema
 from .threads import numba_threads
 from .tree import Tree
@@ -114,8 +115,7 @@ class ForestEstimator:
             params = grow_params(self, profile.n_rows, algorithm="hybrid" if self.algorithm == "hybrid" else "read")
             seeds = tree_seeds(seed, start, self.n_estimators)
             combos, per_tree = self._combinations(schema, profile, seeds)
-            weighted = schema.weight is not None or class_weight is not None
-            columns = Columns(schema, combos, class_weight, weighted)
+            columns = Columns(schema, combos, class_weight, stores_weights(schema, class_weight))
             if combos is not None:  # the slots of every tree's combinations travel with each batch
                 batch_size = self.batch_size or int(min(batch_size, max(1024, budget // 8 // (columns.width * 9))))
             p = len(schema.attributes)

@@ -251,8 +251,8 @@ class ForestGrower:
         size = min(len(roots), together)
         meter = PassMeter(f"rows kept in memory, {len(roots)} tree(s) grown {size} at a time, each over its rows",
                           self.verbose, kept.size * len(roots))
-        copies = InBagCopies.allocate(size, kept.size, scratch_rows, kept.S.shape[1], kept.S.dtype, self.label_channels,
-                                      len(kept.w) > 0, self.regression)
+        copies = InBagCopies.allocate(size, kept.size, scratch_rows, kept.S.shape[1], kept.S.dtype,
+                                      self.label_channels, len(kept.w) > 0, self.regression)
         for c0 in range(0, len(roots), size):
             self._grow_chunk(roots[c0:c0 + size], copies)
             meter(kept.size * len(roots[c0:c0 + size]))

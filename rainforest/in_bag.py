@@ -68,7 +68,8 @@ class InBagCopies:
     task_rows: int
 
     @staticmethod
-    def layout(width: int, slot_type, n_classes: int, weighted: bool, regression: bool = False) -> tuple[np.dtype, int]:
+    def layout(width: int, slot_type, n_classes: int, weighted: bool,
+               regression: bool = False) -> tuple[np.dtype, int]:
         """The element type and the words of one record (a regressor's ``n_classes`` is ignored)."""
         if regression:  # the slots, then the target's word and the weight's
             item = np.dtype(slot_type)

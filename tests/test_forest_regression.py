@@ -144,17 +144,25 @@ def test_dask_grows_the_same_splits(magic_folder):
     np.testing.assert_array_equal(np.asarray(lazy.compute()), ref.predict(t.drop(["FLength"])))
 
 
-def test_postgresql_grows_the_same_forest(magic_folder, postgres_url):
+def test_postgresql_grows_the_same_tree_and_forest(magic_folder, postgres_url):
     from conftest import load_script
+    from rainforest.metrics import evaluate
     from rainforest.storage import PostgresSource
 
     t, folder = magic_folder
     load_script("postgres_server").load_table(postgres_url, "forest_magic", t, replace=True)
+    table = PostgresSource(postgres_url, table="forest_magic", transfer="rows")
     params = dict(n_estimators=4, max_depth=5, random_state=2, oob_score=True)
     ref = RandomForestRegressor(**params).fit(folder, target="FLength")
-    reg = RandomForestRegressor(**params).fit(PostgresSource(postgres_url, table="forest_magic", transfer="rows"),
-                                              target="FLength")
+    reg = RandomForestRegressor(**params).fit(table, target="FLength")
     assert reg.to_json() == ref.to_json() and reg.oob_score_ == ref.oob_score_
+    tree = DecisionTreeRegressor(max_depth=7).fit(table, target="FLength")
+    assert tree.tree_.to_json() == DecisionTreeRegressor(max_depth=7).fit(folder, target="FLength").tree_.to_json()
+    assert tree.n_passes_ == 1  # one query: the profile and growth read the fit's local copy of the rows
+    assert evaluate(tree, table, target="FLength").r2 == pytest.approx(tree.score(t, target="FLength"), rel=1e-9)
+    with pytest.raises(DataError, match="transfer='rows'"):
+        DecisionTreeRegressor(max_depth=3).fit(PostgresSource(postgres_url, table="forest_magic",
+                                                              transfer="aggregates"), target="FLength")
 
 
 def test_model_file_warm_start_and_checks(tmp_path, magic_folder):
