@@ -8,6 +8,7 @@ rejects bad data with an error that names the column and value.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numba
@@ -134,8 +135,12 @@ class ProfileTask:
             raise DataError(f"the target column {self.target!r} of {self.where} holds {arr.type} values; a regressor "
                             f"needs numbers (for class labels use a classifier, e.g. DecisionTreeClassifier)")
         if len(arr):
-            lo, hi = pc.min_max(arr).values()
-            p.label_range = merged_range(p.label_range, (float(lo.as_py()), float(hi.as_py())))
+            lo, hi = (float(v.as_py()) if v.as_py() is not None else math.nan for v in pc.min_max(arr).values())
+            if math.isinf(lo) or math.isinf(hi):
+                raise DataError(f"the target column {self.target!r} of {self.where} holds an infinite value; a "
+                                f"regressor needs finite numbers")
+            if not math.isnan(lo):  # a batch of nulls and NaN only (refused when its rows are encoded)
+                p.label_range = merged_range(p.label_range, (lo, hi))
 
     def _reserve(self, p: Profile, rows: int) -> int:
         """Make room for ``rows`` more sampled rows (pruning first, then growing the buffers only if

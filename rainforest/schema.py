@@ -219,8 +219,8 @@ class Label:
             y = numeric_values(arr)
             if absent is not None and absent.any():
                 y = np.where(absent, self.shift, y)
-            if np.isnan(y).any():
-                raise DataError(f"the target column {self.name!r} has null or NaN values")
+            if not np.isfinite(y).all():
+                raise DataError(f"the target column {self.name!r} has null, NaN or infinite values")
             return y - self.shift
         arr = category_values(arr)
         if absent is not None and absent.any():

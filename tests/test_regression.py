@@ -184,6 +184,12 @@ def test_the_wrong_target_for_the_estimator_says_which_to_use(tmp_path):
     pq.write_table(t, tmp_path / "t.parquet")
     with pytest.raises(DataError, match="'label'.*a regressor needs numbers"):
         DecisionTreeRegressor().fit(tmp_path / "t.parquet", target="label")
+    for bad, said in ((np.inf, "infinite value"), (np.nan, "NaN values")):
+        y = X[:, 1].copy()
+        y[7] = bad
+        pq.write_table(pa.table({"x": X[:, 0], "y": y}), tmp_path / "bad.parquet")
+        with pytest.raises(DataError, match=f"'y'.*{said}"):
+            DecisionTreeRegressor().fit(tmp_path / "bad.parquet", target="y")
 
 
 def test_sklearn_tools_take_the_regressor():
