@@ -18,6 +18,7 @@ in the last bit.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -111,17 +112,16 @@ def avc_query(task, relation) -> AggregateQuery | None:
         return None
     d = dialect_of(relation.dialect)
     schema = task.schema
-    if schema.label.regression:
-        # a regressor's cells are sums of its target, added in row order so that every source gives the
-        # same floats; a GROUP BY would add them in the database's order
-        raise DataError("a regressor's passes are not pushed down (transfer='aggregates') yet: use transfer='rows', "
-                        "which streams the encoded rows once into the row store")
+    regression = schema.label.regression
     feature, first_child = task.routing[0], task.routing[1]
     counted = [int(j) for j in task.attrs]
     split_on = {int(f) for f, c in zip(feature, first_child) if c >= 0}
     used = sorted(set(counted) | split_on)
     weighted_column = schema.weight is not None
-    inner = _encoded_columns(schema, used, relation.schema, d) + [f"{d.ident(schema.label.name)} AS y"]
+    # a regressor's target less its shift (as rows hold it: Label.codes), summed per cell, not grouped
+    y = (f"CAST({d.ident(schema.label.name)} AS {d.double}) - {d.double_literal(schema.label.shift)}" if regression
+         else d.ident(schema.label.name))
+    inner = _encoded_columns(schema, used, relation.schema, d) + [f"{y} AS y"]
     if weighted_column:
         inner.append(f"CAST({d.ident(schema.weight)} AS {d.double}) AS w")
     wanted = task.node_pos >= 0
@@ -135,33 +135,44 @@ def avc_query(task, relation) -> AggregateQuery | None:
         else:
             slots.append(f"CASE WHEN a{j} IS NULL THEN NULL ELSE {slot_sql(f'a{j}', a.cuts, d)} END AS s{j}")
     keys = [f"s{j}" for j in counted]
-    sql = (f"SELECT node, y, {grouping_index(keys, d)} AS g, {', '.join(keys)}, count(*) AS n"
-           + (", sum(w) AS w" if weighted_column else "")
+    w_y = "w * y" if weighted_column else "y"  # scikit-learn's order: w y, then (w y) y
+    sums = (f", sum({w_y}) AS wy, sum({w_y} * y) AS wyy" if regression else "")
+    by_y = "" if regression else "y, "
+    sql = (f"SELECT node, {'NULL AS y' if regression else 'y'}, {grouping_index(keys, d)} AS g, {', '.join(keys)}, "
+           f"count(*) AS n" + (", sum(w) AS w" if weighted_column else "") + sums
            + f" FROM (SELECT {node} AS node, y{', w' if weighted_column else ''}, {', '.join(slots)}"
            + f" FROM (SELECT {', '.join(inner)} FROM {relation.from_sql}) AS e) AS r"
            + f" WHERE node IS NOT NULL{' AND w <> 0' if weighted_column else ''} GROUP BY GROUPING SETS ("
-           + ", ".join(f"(node, y, {k})" for k in keys) + ")")
+           + ", ".join(f"(node, {by_y}{k})" for k in keys) + ")")
     query = AggregateQuery(sql, None)
     group_offsets = task.group_offsets()
 
     def finish(table: pa.Table):
         state = task.new_state()
-        n_classes = len(schema.label.classes)
+        n_classes = schema.label.n_channels  # the row-count channel follows the label's
         if table.num_rows == 0:
             return state
         g = table.column("g").to_numpy(zero_copy_only=False).astype(np.int64)
         pos = task.node_pos[table.column("node").to_numpy(zero_copy_only=False).astype(np.int64)]
-        y = schema.label.codes(table.column("y"))
         n = table.column("n").to_numpy(zero_copy_only=False).astype(np.float64)
         w = table.column("w").to_numpy(zero_copy_only=False).astype(np.float64) if weighted_column else n
-        if task.class_weight is not None:
-            w = w * task.class_weight[y]
+        if regression:  # a cell's channels: sum w, sum w y, sum w y y (counting.add_row's)
+            cells = [(0, w)] + [(k, table.column(c).to_numpy(zero_copy_only=False).astype(np.float64))
+                                for k, c in ((1, "wy"), (2, "wyy"))]
+        else:
+            y = schema.label.codes(table.column("y"))
+            if task.class_weight is not None:
+                w = w * task.class_weight[y]
         for i, j in enumerate(counted):
             rows = np.flatnonzero(g == i)
             a = schema.attributes[j]
             slot = group_offsets[i] + task.counted.of(j, _slots(table.column(f"s{j}").take(pa.array(rows)), a,
                                                                 a.n_slots))
-            np.add.at(state.counts, (pos[rows], slot, y[rows]), w[rows] if task.weighted else n[rows])
+            if regression:
+                for channel, values in cells:
+                    np.add.at(state.counts, (pos[rows], slot, np.full(len(rows), channel)), values[rows])
+            else:
+                np.add.at(state.counts, (pos[rows], slot, y[rows]), w[rows] if task.weighted else n[rows])
             if task.weighted:
                 np.add.at(state.counts, (pos[rows], slot, np.full(len(rows), n_classes)), n[rows])
             if i == 0:
@@ -222,10 +233,21 @@ def profile_query(task, relation) -> AggregateQuery:
     is_null = key_of_group(lambda a, j: f"({a} IS NULL)")
     is_inf = key_of_group(lambda a, j: d.is_inf(a) if kinds[j] != CATEGORICAL else "FALSE")
     bad_w = (f"(w IS NULL OR {d.is_nan('w')} OR {d.is_inf('w')} OR w < 0)" if task.weight is not None else "FALSE")
-    grouped = (f"SELECT CASE WHEN GROUPING(y) = 0 THEN -1 ELSE {grouping_index(keys, d)} END AS g, y, "
+    if task.regression:  # the target's range and its bad values (null, NaN, infinite), not a group per value
+        y_as_double = f"CAST(y AS {d.double})"
+        bad_y = f"(y IS NULL OR {d.is_nan(y_as_double)} OR {d.is_inf(y_as_double)})"
+        # min and max over every value: NaN is the greatest in both databases, so y_hi shows it even
+        # where a Parquet file's statistics make DuckDB fold isnan() to false
+        label = (f"{grouping_index(keys, d)} AS g, NULL AS y", "",
+                 f", min({y_as_double}) AS y_lo, max({y_as_double}) AS y_hi, "
+                 f"sum(CASE WHEN {bad_y} THEN 1 ELSE 0 END) AS bad_y")
+    else:
+        label = (f"CASE WHEN GROUPING(y) = 0 THEN -1 ELSE {grouping_index(keys, d)} END AS g, y", "(y), ",
+                 ", NULL AS y_lo, NULL AS y_hi, 0 AS bad_y")
+    grouped = (f"SELECT {label[0]}, "
                f"{', '.join(keys)}, count(*) AS n, sum(CASE WHEN {bad_w} THEN 1 ELSE 0 END) AS bad_w, "
-               f"min(CASE WHEN {bad_w} THEN {'w' if task.weight else 'NULL'} END) AS bad_w_value "
-               f"FROM {source} GROUP BY GROUPING SETS ((y), {', '.join(f'({k})' for k in keys)}, ())")
+               f"min(CASE WHEN {bad_w} THEN {'w' if task.weight else 'NULL'} END) AS bad_w_value{label[2]} "
+               f"FROM {source} GROUP BY GROUPING SETS ({label[1]}{', '.join(f'({k})' for k in keys)}, ())")
     windowed = (f"SELECT *, {is_null} AS key_null, count(*) OVER (PARTITION BY g) AS groups, "
                 f"sum(CASE WHEN {is_inf} THEN n ELSE 0 END) OVER (PARTITION BY g) AS infs, "
                 f"sum(CASE WHEN {is_null} THEN 0 ELSE n END) OVER (PARTITION BY g) AS nonmissing, "
@@ -234,7 +256,7 @@ def profile_query(task, relation) -> AggregateQuery:
     # (g NULL: the empty grouping set, with the row count and the weight check)
     few = f"g IS NULL OR g NOT IN ({', '.join(str(j) for j in sampled)}) OR groups <= {b + 1} OR nth = 1" \
         if sampled else "TRUE"
-    columns = "n, groups, infs, nonmissing, bad_w, bad_w_value, key_null, NULL AS lo, NULL AS hi"
+    columns = "n, groups, infs, nonmissing, bad_w, bad_w_value, key_null, NULL AS lo, NULL AS hi, y_lo, y_hi, bad_y"
     sql = f"SELECT 0 AS part, g, y, {', '.join(keys)}, {columns} FROM ({windowed}) AS t WHERE {few}"
     row_id = bool(sampled)
     if sampled:
@@ -244,13 +266,13 @@ def profile_query(task, relation) -> AggregateQuery:
         # the sample's distinct count, which tells finish whether the values were grouped.
         first_k = f"(FLOOR(CAST((cum - n) * {b} AS {d.double}) / total) + 1)"
         sql += (f" UNION ALL SELECT 1, g, NULL, {', '.join('NULL' for _ in keys)}, distinct_values, NULL, NULL, NULL,"
-                f" 0, NULL, NULL, u, hi FROM r WHERE hi IS NOT NULL AND (distinct_values <= {b} OR "
+                f" 0, NULL, NULL, u, hi, NULL, NULL, 0 FROM r WHERE hi IS NOT NULL AND (distinct_values <= {b} OR "
                 f"({first_k} <= {b - 1} AND total * {first_k} <= cum * {b}))")
         sql = "WITH " + ", ".join(ctes) + " " + sql
     if counted:  # every row read, of weight 0 too (a forest keeps and numbers them all); last, so that
         # the other parts' types decide those of lo and hi (PostgreSQL)
         sql += (f" UNION ALL SELECT 2, NULL, NULL, {', '.join('NULL' for _ in keys)}, count(*), NULL, NULL, NULL, 0, "
-                f"NULL, NULL, NULL, NULL FROM {relation.from_sql}")
+                f"NULL, NULL, NULL, NULL, NULL, NULL, 0 FROM {relation.from_sql}")
     query = AggregateQuery(sql, None, row_id=row_id)
 
     def finish(table: pa.Table):
@@ -269,11 +291,17 @@ def profile_query(task, relation) -> AggregateQuery:
         if counted:
             check_weight_total(float(p.n_rows), task.weight, task.where)  # some row counts
             p.n_rows = int(n[part == 2].sum())
-        label_rows = np.flatnonzero(main & (gf == -1))  # one row per class (a regressor's: per target value)
-        ys = task.check_label(table.column("y").take(pa.array(label_rows)))
-        if task.regression:
-            task.update_label_range(p, ys)
+        if task.regression:  # the range and the bad values of the target, on the row of every row
+            at = int(np.flatnonzero(total)[0])
+            bad_y = int(table.column("bad_y").fill_null(0).to_numpy(zero_copy_only=False)[at])
+            lo, hi = table.column("y_lo")[at].as_py(), table.column("y_hi")[at].as_py()
+            if bad_y or lo is None or not (math.isfinite(lo) and math.isfinite(hi)):
+                raise DataError(f"the target column {task.target!r} of {task.where} has null, NaN or infinite "
+                                f"values; a regressor needs finite numbers")
+            task.update_label_range(p, pa.array([lo, hi], pa.float64()))
         else:
+            label_rows = np.flatnonzero(main & (gf == -1))  # one row per class
+            ys = task.check_label(table.column("y").take(pa.array(label_rows)))
             p.label_counts = {v: int(c) for v, c in zip(ys.to_pylist(), n[label_rows])}
         groups = table.column("groups").to_numpy(zero_copy_only=False)
         infs = table.column("infs").to_numpy(zero_copy_only=False)

@@ -160,9 +160,12 @@ def test_postgresql_grows_the_same_tree_and_forest(magic_folder, postgres_url):
     assert tree.tree_.to_json() == DecisionTreeRegressor(max_depth=7).fit(folder, target="FLength").tree_.to_json()
     assert tree.n_passes_ == 1  # one query: the profile and growth read the fit's local copy of the rows
     assert evaluate(tree, table, target="FLength").r2 == pytest.approx(tree.score(t, target="FLength"), rel=1e-9)
-    with pytest.raises(DataError, match="transfer='rows'"):
-        DecisionTreeRegressor(max_depth=3).fit(PostgresSource(postgres_url, table="forest_magic",
-                                                              transfer="aggregates"), target="FLength")
+    inside = DecisionTreeRegressor(max_depth=7).fit(PostgresSource(postgres_url, table="forest_magic",
+                                                                    transfer="aggregates"), target="FLength")
+    assert inside.n_passes_ == 1 + 7  # the profile, then one GROUP BY query a level; no row leaves
+    for name in ("feature", "threshold", "n_node_samples"):
+        np.testing.assert_array_equal(getattr(inside.tree_, name), getattr(tree.tree_, name))
+    np.testing.assert_allclose(inside.tree_.value, tree.tree_.value, rtol=1e-12)  # sums in the database's order
 
 
 def test_model_file_warm_start_and_checks(tmp_path, magic_folder):

@@ -248,3 +248,33 @@ def test_evaluate_scores_a_regressor_in_one_pass_over_any_source(magic_regressio
     assert ev.r2 == pytest.approx(metrics.r2_score(y[keep], p[keep]), rel=1e-10)
     with pytest.raises(ValueError, match="classifiers"):
         evaluate(reg, t, target="FLength", threshold=0.5)
+
+
+def test_passes_pushed_down_to_duckdb_grow_the_same_tree(magic_regression, tmp_path):
+    """transfer="aggregates": the profile asks the database for the target's range (not a group per
+    value), each level is one GROUP BY of (count, sum w, sum w y, sum w y y) per node and slot, the
+    target less the profile's shift; the tree is the Parquet one (the database adds the sums in its own
+    order, so the means are compared to 1e-12), weighted or not; a NaN target is refused although
+    DuckDB folds isnan() to false on a Parquet column whose statistics have no NaN."""
+    from rainforest.storage import DuckDBSource
+
+    t, folder = magic_regression
+    w = np.random.default_rng(1).integers(0, 3, t.num_rows).astype(float)
+    pq.write_table(t.append_column("w", pa.array(w)), tmp_path / "w.parquet")
+    for data, weight in ((str(folder), None), (str(tmp_path / "w.parquet"), "w")):
+        for max_bins in (255, None):
+            ref = DecisionTreeRegressor(max_depth=7, max_bins=max_bins).fit(data, target="FLength",
+                                                                              sample_weight=weight)
+            inside = DecisionTreeRegressor(max_depth=7, max_bins=max_bins).fit(
+                DuckDBSource(parquet=data, transfer="aggregates"), target="FLength", sample_weight=weight)
+            assert inside.n_passes_ == 1 + 7
+            for name in ("feature", "threshold", "n_node_samples", "weighted_n_node_samples"):
+                np.testing.assert_array_equal(getattr(inside.tree_, name), getattr(ref.tree_, name))
+            np.testing.assert_allclose(inside.tree_.value, ref.tree_.value, rtol=1e-12)
+            np.testing.assert_allclose(inside.tree_.impurity, ref.tree_.impurity, rtol=1e-9, atol=1e-9)
+    y = t.column("FLength").to_numpy().copy()
+    y[5] = np.nan
+    pq.write_table(t.set_column(t.schema.get_field_index("FLength"), "FLength", pa.array(y)), tmp_path / "nan.parquet")
+    with pytest.raises(DataError, match="'FLength'.*null, NaN or infinite"):
+        DecisionTreeRegressor().fit(DuckDBSource(parquet=str(tmp_path / "nan.parquet"), transfer="aggregates"),
+                                    target="FLength")
