@@ -131,9 +131,7 @@ class ProfileTask:
 
     def update_label_range(self, p: Profile, arr: pa.Array) -> None:
         """Widen a regressor's target range by the values ``arr`` (checked to be numbers)."""
-        if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
-            raise DataError(f"the target column {self.target!r} of {self.where} holds {arr.type} values; a regressor "
-                            f"needs numbers (for class labels use a classifier, e.g. DecisionTreeClassifier)")
+        self.check_numeric_target(arr.type)
         if len(arr):
             lo, hi = (float(v.as_py()) if v.as_py() is not None else math.nan for v in pc.min_max(arr).values())
             if math.isinf(lo) or math.isinf(hi):
@@ -141,6 +139,12 @@ class ProfileTask:
                                 f"regressor needs finite numbers")
             if not math.isnan(lo):  # a batch of nulls and NaN only (refused when its rows are encoded)
                 p.label_range = merged_range(p.label_range, (lo, hi))
+
+    def check_numeric_target(self, typ: pa.DataType) -> None:
+        """Refuse a regressor's target column of type ``typ`` unless it holds numbers."""
+        if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+            raise DataError(f"the target column {self.target!r} of {self.where} holds {typ} values; a regressor "
+                            f"needs numbers (for class labels use a classifier, e.g. DecisionTreeClassifier)")
 
     def _reserve(self, p: Profile, rows: int) -> int:
         """Make room for ``rows`` more sampled rows (pruning first, then growing the buffers only if

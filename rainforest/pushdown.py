@@ -234,20 +234,21 @@ def profile_query(task, relation) -> AggregateQuery:
     is_inf = key_of_group(lambda a, j: d.is_inf(a) if kinds[j] != CATEGORICAL else "FALSE")
     bad_w = (f"(w IS NULL OR {d.is_nan('w')} OR {d.is_inf('w')} OR w < 0)" if task.weight is not None else "FALSE")
     if task.regression:  # the target's range and its bad values (null, NaN, infinite), not a group per value
+        task.check_numeric_target(arrow.field(task.target).type)
         y_as_double = f"CAST(y AS {d.double})"
         bad_y = f"(y IS NULL OR {d.is_nan(y_as_double)} OR {d.is_inf(y_as_double)})"
         # min and max over every value: NaN is the greatest in both databases, so y_hi shows it even
         # where a Parquet file's statistics make DuckDB fold isnan() to false
-        label = (f"{grouping_index(keys, d)} AS g, NULL AS y", "",
-                 f", min({y_as_double}) AS y_lo, max({y_as_double}) AS y_hi, "
-                 f"sum(CASE WHEN {bad_y} THEN 1 ELSE 0 END) AS bad_y")
-    else:
-        label = (f"CASE WHEN GROUPING(y) = 0 THEN -1 ELSE {grouping_index(keys, d)} END AS g, y", "(y), ",
-                 ", NULL AS y_lo, NULL AS y_hi, 0 AS bad_y")
-    grouped = (f"SELECT {label[0]}, "
+        g_and_y, y_set = f"{grouping_index(keys, d)} AS g, NULL AS y", ""
+        y_stats = (f", min({y_as_double}) AS y_lo, max({y_as_double}) AS y_hi, "
+                   f"sum(CASE WHEN {bad_y} THEN 1 ELSE 0 END) AS bad_y")
+    else:  # a group per class
+        g_and_y, y_set = f"CASE WHEN GROUPING(y) = 0 THEN -1 ELSE {grouping_index(keys, d)} END AS g, y", "(y), "
+        y_stats = ", NULL AS y_lo, NULL AS y_hi, 0 AS bad_y"
+    grouped = (f"SELECT {g_and_y}, "
                f"{', '.join(keys)}, count(*) AS n, sum(CASE WHEN {bad_w} THEN 1 ELSE 0 END) AS bad_w, "
-               f"min(CASE WHEN {bad_w} THEN {'w' if task.weight else 'NULL'} END) AS bad_w_value{label[2]} "
-               f"FROM {source} GROUP BY GROUPING SETS ({label[1]}{', '.join(f'({k})' for k in keys)}, ())")
+               f"min(CASE WHEN {bad_w} THEN {'w' if task.weight else 'NULL'} END) AS bad_w_value{y_stats} "
+               f"FROM {source} GROUP BY GROUPING SETS ({y_set}{', '.join(f'({k})' for k in keys)}, ())")
     windowed = (f"SELECT *, {is_null} AS key_null, count(*) OVER (PARTITION BY g) AS groups, "
                 f"sum(CASE WHEN {is_inf} THEN n ELSE 0 END) OVER (PARTITION BY g) AS infs, "
                 f"sum(CASE WHEN {is_null} THEN 0 ELSE n END) OVER (PARTITION BY g) AS nonmissing, "
@@ -291,7 +292,7 @@ def profile_query(task, relation) -> AggregateQuery:
         if counted:
             check_weight_total(float(p.n_rows), task.weight, task.where)  # some row counts
             p.n_rows = int(n[part == 2].sum())
-        if task.regression:  # the range and the bad values of the target, on the row of every row
+        if task.regression:  # the target's range and bad values, on the empty grouping set's row
             at = int(np.flatnonzero(total)[0])
             bad_y = int(table.column("bad_y").fill_null(0).to_numpy(zero_copy_only=False)[at])
             lo, hi = table.column("y_lo")[at].as_py(), table.column("y_hi")[at].as_py()
