@@ -10,14 +10,12 @@ import os
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from sklearn.ensemble import RandomForestRegressor as SkForest
 
 import rainforest
-from conftest import dataset_path
 from rainforest import DataError, DecisionTreeRegressor, RandomForestRegressor
-from test_regression import regression_xy
+from test_regression import magic_regression, regression_xy  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore:some rows are in the bootstrap of every tree:UserWarning")
 
@@ -29,12 +27,9 @@ def held_out(name, target, frac=0.75, seed=0):
 
 
 @pytest.fixture(scope="module")
-def magic_folder(tmp_path_factory):
-    """magic without its class (FLength the target) as a Parquet folder of 3 files, and as a table."""
-    t = pq.read_table(dataset_path("magic")).drop(["class"])
-    folder = tmp_path_factory.mktemp("magic_forest")
-    for k, lo in enumerate(range(0, t.num_rows, 7000)):
-        pq.write_table(t.slice(lo, 7000), folder / f"part-{k}.parquet")
+def magic_folder(magic_regression):
+    """magic without its class (FLength the target) as a table, and as a Parquet folder of 3 files."""
+    t, folder = magic_regression
     return t, str(folder)
 
 
