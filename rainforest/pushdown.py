@@ -118,10 +118,14 @@ def avc_query(task, relation) -> AggregateQuery | None:
     split_on = {int(f) for f, c in zip(feature, first_child) if c >= 0}
     used = sorted(set(counted) | split_on)
     weighted_column = schema.weight is not None
-    # a regressor's target less its shift (as rows hold it: Label.codes), summed per cell, not grouped
+    # a regressor's target less its shift (as rows hold it: Label.codes), summed per cell, not grouped, and
+    # in row order (sum(... ORDER BY rid)): the floats the row store's kernels add, in their order, so the
+    # tree is the Parquet source's bit for bit, and the same at every run (a database's parallel
+    # aggregation adds in no fixed order)
     y = (f"CAST({d.ident(schema.label.name)} AS {d.double}) - {d.double_literal(schema.label.shift)}" if regression
          else d.ident(schema.label.name))
-    inner = _encoded_columns(schema, used, relation.schema, d) + [f"{y} AS y"]
+    inner = (_encoded_columns(schema, used, relation.schema, d) + [f"{y} AS y"]
+             + ([f"{relation.row_id} AS rid"] if regression else []))
     if weighted_column:
         inner.append(f"CAST({d.ident(schema.weight)} AS {d.double}) AS w")
     wanted = task.node_pos >= 0
@@ -136,15 +140,17 @@ def avc_query(task, relation) -> AggregateQuery | None:
             slots.append(f"CASE WHEN a{j} IS NULL THEN NULL ELSE {slot_sql(f'a{j}', a.cuts, d)} END AS s{j}")
     keys = [f"s{j}" for j in counted]
     w_y = "w * y" if weighted_column else "y"  # scikit-learn's order: w y, then (w y) y
-    sums = (f", sum({w_y}) AS wy, sum({w_y} * y) AS wyy" if regression else "")
+    in_order = " ORDER BY rid" if regression else ""
+    sums = (f", sum({w_y}{in_order}) AS wy, sum({w_y} * y{in_order}) AS wyy" if regression else "")
     by_y = "" if regression else "y, "
     sql = (f"SELECT node, {'NULL AS y' if regression else 'y'}, {grouping_index(keys, d)} AS g, {', '.join(keys)}, "
-           f"count(*) AS n" + (", sum(w) AS w" if weighted_column else "") + sums
-           + f" FROM (SELECT {node} AS node, y{', w' if weighted_column else ''}, {', '.join(slots)}"
+           f"count(*) AS n" + (f", sum(w{in_order}) AS w" if weighted_column else "") + sums
+           + f" FROM (SELECT {node} AS node, y{', w' if weighted_column else ''}{', rid' if regression else ''}, "
+           + f"{', '.join(slots)}"
            + f" FROM (SELECT {', '.join(inner)} FROM {relation.from_sql}) AS e) AS r"
            + f" WHERE node IS NOT NULL{' AND w <> 0' if weighted_column else ''} GROUP BY GROUPING SETS ("
            + ", ".join(f"(node, {by_y}{k})" for k in keys) + ")")
-    query = AggregateQuery(sql, None)
+    query = AggregateQuery(sql, None, row_id=regression)
     group_offsets = task.group_offsets()
 
     def finish(table: pa.Table):
