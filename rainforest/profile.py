@@ -141,8 +141,9 @@ class ProfileTask:
                 p.label_range = merged_range(p.label_range, (lo, hi))
 
     def check_numeric_target(self, typ: pa.DataType) -> None:
-        """Refuse a regressor's target column of type ``typ`` unless it holds numbers."""
-        if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+        """Refuse a regressor's target column of type ``typ`` unless it holds numbers (integer, floating
+        point or decimal: read as float64)."""
+        if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)):
             raise DataError(f"the target column {self.target!r} of {self.where} holds {typ} values; a regressor "
                             f"needs numbers (for class labels use a classifier, e.g. DecisionTreeClassifier)")
 

@@ -276,3 +276,17 @@ def test_passes_pushed_down_to_duckdb_grow_the_same_tree(magic_regression, tmp_p
     with pytest.raises(DataError, match="'FLength'.*null, NaN or infinite"):
         DecisionTreeRegressor().fit(DuckDBSource(parquet=str(tmp_path / "nan.parquet"), transfer="aggregates"),
                                     target="FLength")
+
+
+def test_a_decimal_target_is_regressed_as_its_float_values():
+    """A warehouse's DECIMAL column (prices, amounts) is a number: the tree of its float64 values (as
+    Arrow casts them)."""
+    import decimal
+
+    X, y = regression_xy("magic", "FLength")
+    amounts = [decimal.Decimal(f"{v:.2f}") for v in y[:3000]]
+    t = pa.table({"a": X[:3000, 0], "b": X[:3000, 1], "y": pa.array(amounts, pa.decimal128(12, 2))})
+    as_decimal = DecisionTreeRegressor(max_depth=5).fit(t, target="y")
+    floats = t.column("y").cast(pa.float64())  # Arrow's doubles of the decimals (not always the nearest)
+    as_float = DecisionTreeRegressor(max_depth=5).fit(t.set_column(2, "y", floats), target="y")
+    assert as_decimal.tree_.to_json() == as_float.tree_.to_json()
