@@ -168,7 +168,6 @@ class RandomForestClassifier(ForestEstimator, Classifier):
         self.warm_start = warm_start
         self.verbose = verbose
 
-
     _parameter_constraints = FOREST_PARAMS
     _oob_attributes = ("oob_score_", "oob_decision_function_")
 
