@@ -155,7 +155,6 @@ class DecisionTreeClassifier(TreeEstimator, Classifier):
         self.verbose = verbose
 
     _parameter_constraints = TREE_PARAMS  # declared in rainforest/constraints.py
-    _fitted_attribute = "tree_"
 
     # -- fitting -------------------------------------------------------------
     def fit(self, X, y=None, *, target=None, sample_weight=None, features=None):

@@ -48,9 +48,9 @@ class OobPass:
     def update(self, state: list, batch: pa.RecordBatch, first_row: int) -> list:
         X = np.ascontiguousarray(self.encoder.encode(batch))
         absent = numeric_values(batch.column(self.weight)) == 0 if self.weight else None
-        y = self.label.codes(batch.column(self.label.name), absent=absent)
-        if self.label.regression:  # the target as given, not less the shift
-            y = numeric_values(batch.column(self.label.name))
+        label = batch.column(self.label.name)
+        # a regressor's target as given, not less the shift (the fit refused bad targets in these rows)
+        y = numeric_values(label) if self.label.regression else self.label.codes(label, absent=absent)
         counted = np.ones(len(y), bool) if absent is None else ~absent
         n = len(y)
         votes = np.zeros((n, self.n_outputs))

@@ -134,7 +134,6 @@ class RandomForestRegressor(ForestEstimator, Regressor):
 
     def predict(self, X) -> np.ndarray:
         """The mean over the trees of each row's leaf mean (as scikit-learn's forest)."""
-        self._check_fitted()
         return self._mean_leaf_values(X)[:, 0]
 
     def _set_oob_estimates(self, estimates: np.ndarray, y: np.ndarray, counted: np.ndarray) -> None:

@@ -21,7 +21,7 @@ from .profile_data import (ColumnProfile, Profile, midpoint, midpoints, quantile
                            unique_sorted)
 from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
-                     check_weight_total, lower_bound, numeric_values, plain_numbers, present_rows)
+                     check_numeric_target, check_weight_total, lower_bound, numeric_values, plain_numbers, present_rows)
 from .threads import run_ranges
 
 @dataclass
@@ -131,7 +131,7 @@ class ProfileTask:
 
     def update_label_range(self, p: Profile, arr: pa.Array) -> None:
         """Widen a regressor's target range by the values ``arr`` (checked to be numbers)."""
-        self.check_numeric_target(arr.type)
+        check_numeric_target(arr.type, self.target, self.where)
         if len(arr):
             lo, hi = (float(v.as_py()) if v.as_py() is not None else math.nan for v in pc.min_max(arr).values())
             if math.isinf(lo) or math.isinf(hi):
@@ -139,13 +139,6 @@ class ProfileTask:
                                 f"regressor needs finite numbers")
             if not math.isnan(lo):  # a batch of nulls and NaN only (refused when its rows are encoded)
                 p.label_range = merged_range(p.label_range, (lo, hi))
-
-    def check_numeric_target(self, typ: pa.DataType) -> None:
-        """Refuse a regressor's target column of type ``typ`` unless it holds numbers (integer, floating
-        point or decimal: read as float64)."""
-        if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)):
-            raise DataError(f"the target column {self.target!r} of {self.where} holds {typ} values; a regressor "
-                            f"needs numbers (for class labels use a classifier, e.g. DecisionTreeClassifier)")
 
     def _reserve(self, p: Profile, rows: int) -> int:
         """Make room for ``rows`` more sampled rows (pruning first, then growing the buffers only if

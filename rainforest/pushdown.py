@@ -28,7 +28,7 @@ import pyarrow as pa
 from .errors import DataError
 from .profile_data import ColumnProfile, Profile, midpoint
 from .rowhash import row_hash_sql
-from .schema import CATEGORICAL, Schema, check_weight_total
+from .schema import CATEGORICAL, Schema, check_numeric_target, check_weight_total
 from .sql import Dialect, category_branches, dialect_of, numeric_sql, routing_case, slot_sql
 
 
@@ -240,7 +240,7 @@ def profile_query(task, relation) -> AggregateQuery:
     is_inf = key_of_group(lambda a, j: d.is_inf(a) if kinds[j] != CATEGORICAL else "FALSE")
     bad_w = (f"(w IS NULL OR {d.is_nan('w')} OR {d.is_inf('w')} OR w < 0)" if task.weight is not None else "FALSE")
     if task.regression:  # the target's range and its bad values (null, NaN, infinite), not a group per value
-        task.check_numeric_target(arrow.field(task.target).type)
+        check_numeric_target(arrow.field(task.target).type, task.target, task.where)
         y_as_double = f"CAST(y AS {d.double})"
         bad_y = f"(y IS NULL OR {d.is_nan(y_as_double)} OR {d.is_inf(y_as_double)})"
         # min and max over every value: NaN is the greatest in both databases, so y_hi shows it even

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DataError
-from .schema import checked_weights, numeric_values
+from .schema import check_numeric_target, checked_weights, numeric_values
 
 
 @dataclass
@@ -129,10 +129,7 @@ class RegressionEvaluationTask:
 
 
 def _target_values(column, target: str, where: str) -> np.ndarray:
-    typ = column.type
-    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)):
-        raise DataError(f"the target column {target!r} of {where} holds {typ} values; a regressor is scored on "
-                        f"numbers")
+    check_numeric_target(column.type, target, where)
     y = numeric_values(column)
     if not np.isfinite(y).all():
         raise DataError(f"the target column {target!r} of {where} holds a value that is not finite")

@@ -171,6 +171,14 @@ def present_rows(w: np.ndarray) -> np.ndarray | None:
     return ~zero if zero.any() else None
 
 
+def check_numeric_target(typ: pa.DataType, target: str, where: str) -> None:
+    """Refuse a regressor's target column of Arrow type ``typ`` unless it holds numbers (integer,
+    floating point or decimal: read as float64), naming the column and ``where``."""
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)):
+        raise DataError(f"the target column {target!r} of {where} holds {typ} values; a regressor needs numbers "
+                        f"(for class labels use a classifier, e.g. DecisionTreeClassifier)")
+
+
 def checked_weights(table, weight: str | None, where: str, first_row: int) -> np.ndarray:
     """The weights of a batch (``table``) from its column ``weight`` (all 1 without one), refusing a
     value that is not finite or is negative, naming the column, ``where`` and the row."""
