@@ -18,7 +18,8 @@ import pyarrow.compute as pc
 
 from .avc import root_avc
 # the counting pass lives in the engine; its public names stay importable from here
-from .bayes_counts import BayesCounts, BayesPass, Moments, column_moments  # noqa: F401
+from .bayes_counts import BayesPass, column_moments  # noqa: F401  (column_moments: re-exported)
+from .bayes_state import BayesCounts, Moments
 from .dask_predict import lazy_on_dask
 from .errors import DataError
 from .base import Classifier

@@ -7,72 +7,20 @@ kernels below.  The estimator built on these counts is :mod:`rainforest.bayes`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .bayes_sql import bayes_query
+from .bayes_state import BayesCounts, Moments, merge_moments, moments_from_sums
 from .errors import DataError
-from .pushdown import AggregateQuery, grouping_index
-from .sql import dialect_of, numeric_sql
 from .schema import CATEGORICAL, category_values, numeric_values, plain_numbers
 
 
 # -- the single pass ------------------------------------------------------------------
-@dataclass
-class Moments:
-    """Weighted count, mean and sum of squared deviations of one attribute in one class."""
-
-    w: float = 0.0
-    mean: float = 0.0
-    m2: float = 0.0
-
-    def merge(self, w: float, mean: float, m2: float) -> None:
-        into = np.array([self.w, self.mean, self.m2])
-        _merge_moments(into, w, mean, m2)  # the formula the kernels merge classes with
-        self.w, self.mean, self.m2 = (float(v) for v in into)
-
-    @property
-    def var(self) -> float:
-        return self.m2 / self.w if self.w > 0 else 0.0
-
-
-@dataclass
-class BayesCounts:
-    """The mergeable state of the pass: class weights, category counts, numeric moments."""
-
-    class_weight: dict = field(default_factory=dict)  # class -> weight
-    categories: dict = field(default_factory=dict)  # attribute -> {(class, value): weight}
-    moments: dict = field(default_factory=dict)  # attribute -> {class: Moments}
-    spread: dict = field(default_factory=dict)  # attribute -> Moments over all rows, unweighted
-    n_rows: int = 0
-
-    def check_columns(self, kinds: dict, where: str) -> None:
-        """Refuse an attribute without a single value (entirely null), as the tree's profiling pass
-        does: its numeric moments or category counts are then empty."""
-        for name, kind in kinds.items():
-            if not (self.categories.get(name) if kind == CATEGORICAL else name in self.spread):
-                raise DataError(f"column {name!r} of {where} is entirely null; drop it from the features")
-
-    def merge(self, other: BayesCounts) -> BayesCounts:
-        self.n_rows += other.n_rows
-        for c, w in other.class_weight.items():
-            self.class_weight[c] = self.class_weight.get(c, 0.0) + w
-        for a, cnt in other.categories.items():
-            mine = self.categories.setdefault(a, {})
-            for k, w in cnt.items():
-                mine[k] = mine.get(k, 0.0) + w
-        for a, per_class in other.moments.items():
-            mine = self.moments.setdefault(a, {})
-            for c, m in per_class.items():
-                mine.setdefault(c, Moments()).merge(m.w, m.mean, m.m2)
-        for a, m in other.spread.items():
-            self.spread.setdefault(a, Moments()).merge(m.w, m.mean, m.m2)
-        return self
-
-
 @dataclass
 class BayesPass:
     """A :class:`rainforest.storage.PassTask` computing :class:`BayesCounts` in one pass."""
@@ -172,15 +120,10 @@ class BayesPass:
 
     def sql_aggregate(self, relation):
         """This pass as one ``GROUPING SETS`` query over a SQL relation (unit weights), else None."""
-        return bayes_query(self, relation)
+        return bayes_query(self, relation)  # (rainforest/bayes_sql.py)
 
 
 PARTIAL_SUMS = 4  # independent partial sums per class: consecutive rows of a class need not wait on each other
-
-
-#: the one-pass moments are kept while sum((x - shift)^2) is at most this many times the sum of squared
-#: deviations: the rounding error of their difference is then within about 2e-13 of it
-SHIFTED_CANCELLATION = 1024.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -206,12 +149,8 @@ def column_moments(x, codes, w, k, shift, rows):
             for c in range(k):
                 W[c] = rows[c]
                 if W[c] > 0:
-                    s = S[c]
-                    q = Q[c]
-                    mean[c] = shift[c] + s / W[c]
-                    M2[c] = q - s * s / W[c]
-                    # NaN fails this too; so does M2 ~ 0 from rounding (two passes give it exactly)
-                    usable = usable and q <= SHIFTED_CANCELLATION * M2[c]
+                    mean[c], M2[c], good = moments_from_sums(W[c], S[c], Q[c], shift[c])
+                    usable = usable and good
             if usable:
                 return W, mean, M2, _merged_spread(W, mean, M2)
     return _two_pass_moments(x, codes, w, k)
@@ -267,7 +206,7 @@ def _merged_spread(W, mean, M2):
     """The unweighted moments of a column from its classes' moments (unit weights)."""
     spread = np.zeros(3)
     for c in range(W.shape[0]):
-        _merge_moments(spread, W[c], mean[c], M2[c])
+        merge_moments(spread, W[c], mean[c], M2[c])
     return spread
 
 
@@ -341,22 +280,6 @@ def _sum_partials(parts):
     return s
 
 
-@numba.njit(cache=True, nogil=True)
-def _merge_moments(into, w, mean, m2):
-    """Merge (w, mean, m2) into ``into`` = [w, mean, m2] by the parallel (Chan et al.) formula: for
-    :meth:`Moments.merge` and for a column's spread from its classes."""
-    if w <= 0:
-        return
-    if into[0] <= 0:
-        into[0], into[1], into[2] = w, mean, m2
-        return
-    total = into[0] + w
-    delta = mean - into[1]
-    into[1] += delta * w / total
-    into[2] += m2 + delta * delta * into[0] * w / total
-    into[0] = total
-
-
 def _label_codes(y: pa.Array) -> tuple[np.ndarray, list, np.ndarray]:
     """Per-row class codes in this batch, in the narrowest type the kernels take (uint8 up to 256
     classes: an eighth of the memory traffic of int64); the class of each code; its rows."""
@@ -395,66 +318,3 @@ def _dense_codes(v, lo, span, codes):
     for i in range(v.shape[0]):
         codes[i] = lookup[codes[i]]
     return rows
-
-
-# -- the pass in SQL ---------------------------------------------------------------------------
-def bayes_query(task, relation) -> AggregateQuery | None:
-    """The aggregate query of a :class:`BayesPass` with unit weights (weighted
-    passes stream their rows): class counts, category counts per class, and per class and over all
-    rows the count, mean and population variance of each numeric attribute (the database's
-    ``avg`` and ``var_pop``), in one ``GROUPING SETS`` query."""
-    if task.weight is not None:
-        return None
-    d = dialect_of(relation.dialect)
-    names = list(task.kinds)
-    arrow = relation.schema
-    cats = [j for j, c in enumerate(names) if task.kinds[c] == CATEGORICAL]
-    nums = [j for j, c in enumerate(names) if task.kinds[c] != CATEGORICAL]
-    enc = [f"{d.ident(task.target)} AS y"]
-    for j, c in enumerate(names):
-        enc.append(f"{d.ident(c)} AS a{j}" if j in cats else f"{numeric_sql(c, arrow.field(c).type, d)} AS a{j}")
-    moments = ", ".join(f"count(a{j}) AS n{j}, avg(a{j}) AS m{j}, var_pop(a{j}) AS v{j}, "
-                        f"sum(CASE WHEN {d.is_inf(f'a{j}')} THEN 1 ELSE 0 END) AS inf{j}" for j in nums)
-    keys = [f"a{j}" for j in cats]
-    sets = ["(y)", "()"] + [f"(y, a{j})" for j in cats]
-    group = (f"CASE WHEN GROUPING(y) = 1 THEN -2 WHEN {' AND '.join(f'GROUPING(a{j}) = 1' for j in cats) or 'TRUE'} "
-             f"THEN -1 ELSE {grouping_index(keys, d)} END") if cats else "CASE WHEN GROUPING(y) = 1 THEN -2 ELSE -1 END"
-    sql = (f"SELECT {group} AS g, y{''.join(f', a{j}' for j in cats)}, count(*) AS n"
-           f"{', ' + moments if moments else ''} FROM (SELECT {', '.join(enc)} FROM {relation.from_sql}) AS e "
-           f"GROUP BY GROUPING SETS ({', '.join(sets)})")
-    query = AggregateQuery(sql, None)
-
-    def finish(table: pa.Table):
-        state = BayesCounts()
-        g = table.column("g").to_numpy(zero_copy_only=False).astype(np.int64)
-        rows = table.to_pylist()
-        for r, gi in zip(rows, g):
-            if gi == -2:
-                state.n_rows = int(r["n"])
-                for j in nums:
-                    if r[f"inf{j}"]:
-                        raise DataError(f"column {names[j]!r} of {task.where} holds infinite values; "
-                                        f"infinite values are not allowed")
-                    if r[f"n{j}"]:
-                        state.spread[names[j]] = Moments(float(r[f"n{j}"]), float(r[f"m{j}"]),
-                                                         float(r[f"v{j}"]) * float(r[f"n{j}"]))
-            elif gi == -1:
-                if r["y"] is None or (isinstance(r["y"], float) and np.isnan(r["y"])):
-                    raise DataError(f"the target column {task.target!r} of {task.where} has null or NaN values")
-                state.class_weight[r["y"]] = float(r["n"])
-                for j in nums:
-                    per_class = state.moments.setdefault(names[j], {})
-                    m = Moments()
-                    if r[f"n{j}"]:
-                        m.merge(float(r[f"n{j}"]), float(r[f"m{j}"]), float(r[f"v{j}"]) * float(r[f"n{j}"]))
-                    per_class[r["y"]] = m
-            else:
-                name = names[cats[gi]]
-                value = r[f"a{cats[gi]}"]
-                if value is not None:
-                    state.categories.setdefault(name, {})[(r["y"], value)] = float(r["n"])
-        query.rows = state.n_rows
-        return state
-
-    query.finish = finish
-    return query

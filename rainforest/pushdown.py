@@ -35,12 +35,15 @@ from .sql import Dialect, category_branches, dialect_of, numeric_sql, routing_ca
 @dataclass
 class AggregateQuery:
     """The SQL of one pass and how its result (an Arrow table) becomes the pass's state.
-    ``row_id``: the query orders rows by their identity (see :class:`rainforest.storage.sql.SqlRelation`)."""
+    ``row_id``: the query orders rows by their identity (see :class:`rainforest.storage.sql.SqlRelation`).
+    ``instead``: set by ``finish`` when the result cannot give the state (``finish`` then returns
+    None): the query to run in its place, a second scan of the table (:mod:`rainforest.bayes_sql`)."""
 
     sql: str
     finish: Callable[[pa.Table], object]
     row_id: bool = False
     rows: int = 0  # rows the pass covered, known once finished (for the progress log)
+    instead: "AggregateQuery | None" = None
 
 
 def grouping_index(names: list[str], d: Dialect) -> str:

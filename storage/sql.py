@@ -152,6 +152,10 @@ class SqlSource(Source):
         if query is None:
             return self.fold(task, list(columns), batch_size, progress)
         state = query.finish(self.query_table(query.sql, ordered=query.row_id))
+        while query.instead is not None:  # the result asked for another query: a second scan
+            query = query.instead
+            self.count_pass(columns)
+            state = query.finish(self.query_table(query.sql, ordered=query.row_id))
         if progress is not None:
             progress(query.rows)
         return state

@@ -325,6 +325,67 @@ def test_naive_bayes_in_one_postgres_query(pg, transfer):
     _bayes_on(PostgresSource(pg, table="adult", transfer=transfer), dataset_path("adult_train"))
 
 
+def _hard_moments_table(n=3000):
+    """Columns whose moments sums from zero cannot give: far from zero against their spread, constant
+    within a class, and one with NaN (a missing value); and a plain one."""
+    rng = np.random.default_rng(11)
+    y = rng.integers(0, 2, n)
+    far = 1e9 + rng.normal(size=n)
+    nan = rng.normal(size=n)
+    nan[::7] = np.nan
+    return pa.table({"far": far, "constant": np.where(y == 1, 5.0, rng.normal(size=n)), "nan": nan,
+                     "plain": rng.normal(size=n) + y, "class": y})
+
+
+@pytest.mark.parametrize("drop", [[], ["constant", "nan"], ["far", "nan"], ["far", "constant"]])
+def test_naive_bayes_sums_query_hands_over_to_the_exact_one(tmp_path, drop):
+    """Moments are asked as sums first (the cheap aggregates); where those cannot give them (far from
+    zero, or no spread), the result asks for sums of the differences from each class's mean, a second
+    scan counted as a second pass, and the model is the Parquet fit's.  (NaN is a missing value.)"""
+    from rainforest import NaiveBayesClassifier
+    table = _hard_moments_table().drop_columns(drop)
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(table, path)
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE t AS SELECT * FROM read_parquet('{path}')")
+    source = DuckDBSource(table="t", connection=con, transfer="aggregates")
+    queries = sql_statements(source)
+    nb = NaiveBayesClassifier().fit(source, target="class")
+    ref = NaiveBayesClassifier().fit(path, target="class")
+    second = not {"far", "constant"} <= set(drop)
+    assert len(queries) == nb.n_passes_ == 1 + second
+    assert all("var_pop" not in q for q in queries) and ("CASE y WHEN" in queries[-1]) == second
+    # the model's numbers, not its probabilities: at 1e9 one ulp of a mean moves them by 1e-7
+    np.testing.assert_allclose(nb.theta_, ref.theta_, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(nb.var_, ref.var_, rtol=1e-12)
+    np.testing.assert_array_equal(nb.class_count_, ref.class_count_)
+    plain = NaiveBayesClassifier().fit(DuckDBSource(table="t", connection=con, transfer="aggregates"),
+                                       target="class", features=["plain"])
+    assert plain.n_passes_ == 1  # the plain column alone: the sums query suffices
+
+
+def test_naive_bayes_infinite_value_is_refused_by_the_exact_query():
+    from rainforest import DataError, NaiveBayesClassifier
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT CASE WHEN i = 5 THEN 'inf'::DOUBLE ELSE i END AS x, i % 2 AS class "
+                "FROM range(100) r(i)")
+    with pytest.raises(DataError, match="'x'.*infinite"):
+        NaiveBayesClassifier().fit(DuckDBSource(table="t", connection=con, transfer="aggregates"), target="class")
+
+
+def test_naive_bayes_postgres_sums_query_hands_over_to_the_exact_one(pg, tmp_path):
+    from rainforest import NaiveBayesClassifier
+    table = _hard_moments_table()
+    load_script("postgres_server").load_table(pg, "hard_moments", table, replace=True)
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(table, path)
+    nb = NaiveBayesClassifier().fit(PostgresSource(pg, table="hard_moments", transfer="aggregates"), target="class")
+    ref = NaiveBayesClassifier().fit(path, target="class")
+    assert nb.n_passes_ == 2
+    np.testing.assert_allclose(nb.theta_, ref.theta_, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(nb.var_, ref.var_, rtol=1e-12)
+
+
 # -- literals whatever standard_conforming_strings says ----------------------------------------
 
 def _backslash_table(n=400):
