@@ -7,7 +7,7 @@ array.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -17,6 +17,7 @@ from .count_bins import CountedSlots, counted_slot, counted_slots
 from .counting import add_row
 from .rows import RowBlock, descend, encode_rows
 from .schema import CATEGORICAL, Schema
+from .target_parts import NO_GRID, accumulate_parts
 
 
 NO_ORDER = np.empty(0, np.int32)  # accumulate's rows are already grouped by node
@@ -33,7 +34,8 @@ def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows,
     row indices themselves, for rows kept grouped by node), in row order.  Walking one node at a
     time keeps its counts in cache.  ``w`` is empty when every weight is one.  Threads split the
     attributes, each owning its slots, so every cell is summed in row order whatever the number
-    of threads: the result is identical to a serial run.
+    of threads: the result is identical to a serial run.  (A regressor's exact parts are counted by
+    :func:`rainforest.target_parts.accumulate_parts`.)
     """
     # Unsigned indices and loops from 0 spare every access numba's check for a negative index
     # (a third of the time; unsigned and signed integers must not mix: that gives a float).
@@ -152,6 +154,7 @@ class AvcPass:
     store: object = None
     alive: np.ndarray | None = None
     counted: CountedSlots | None = None
+    grid: np.ndarray = field(default_factory=lambda: NO_GRID)  # a regressor's exact parts (target_parts.py)
 
     def __post_init__(self):
         if self.counted is None:
@@ -164,8 +167,12 @@ class AvcPass:
 
     def _accumulate(self, state: AvcState, S, y, w, order, starts, ends) -> None:
         c = self.counted
-        accumulate(S, y, w, order, starts, ends, self.attrs, self.group_offsets(), state.counts, self.weighted,
-                   c.shift, c.missing, c.n_counted)
+        if len(self.grid):
+            accumulate_parts(S, y, order, starts, ends, self.attrs, self.group_offsets(), state.counts, c.shift,
+                             c.missing, c.n_counted, self.grid, numba.get_num_threads())
+        else:
+            accumulate(S, y, w, order, starts, ends, self.attrs, self.group_offsets(), state.counts, self.weighted,
+                       c.shift, c.missing, c.n_counted)
 
     def new_state(self) -> AvcState:
         return AvcState(np.zeros((self.n_nodes, int(self.group_offsets()[-1]), self.n_channels)))
@@ -175,8 +182,9 @@ class AvcPass:
 
     @property
     def order_free(self) -> bool:
-        """Whether states merged in any order give the same counts: with unit weights they are integers."""
-        return not self.weighted
+        """Whether states merged in any order give the same counts: with unit weights they are integers,
+        and a regressor's exact parts add exactly."""
+        return not self.weighted or len(self.grid) > 0
 
     def encode(self, batch: pa.RecordBatch, first_row: int) -> RowBlock:
         """A batch's rows that count, encoded at the root: what a partition store keeps."""

@@ -34,6 +34,7 @@ from .rules import branch_totals, depth_limit, node_criterion, node_totals, spli
 from .schema import Schema
 from .spill import Spill, room_for, spilled_bytes
 from .supply import RowSupply
+from .target_parts import NO_GRID, PARTS_CHANNELS, moments_of_parts
 from .tree import Tree
 
 
@@ -69,6 +70,7 @@ class GrowStats:
     binned_attributes: int = 0  # exact mode: numeric attributes counted in bins of ranks (count_bins.py)
     candidate_reads: int = 0  # exact mode: second reads of a chunk's rows for its candidate bins' values
     candidate_values: int = 0  # exact mode: (node, attribute, value) cells those reads summed
+    subtracted_nodes: int = 0  # AVC-groups made by histogram subtraction, their rows not counted
 
     @property
     def n_passes(self) -> int:
@@ -154,6 +156,12 @@ class _Growth:
         self.weighted = schema.weight is not None or class_weight is not None or schema.label.regression
         self.n_channels = self.n_classes + (1 if self.weighted else 0)
         self.row_weights = stores_weights(schema, class_weight)  # rows carry weights (a regressor's may not)
+        # a regressor's cells add rows in exact parts where it can (unit weights, binned): raw cells of
+        # count_channels, turned into the search's n_channels after counting (rainforest/target_parts.py)
+        self.grid = np.asarray(schema.label.grid) if schema.label.grid is not None and not self.row_weights \
+            else NO_GRID
+        self.count_channels = PARTS_CHANNELS + 1 if len(self.grid) else self.n_channels
+        self.cell_channels = self.count_channels + self.n_channels if len(self.grid) else self.n_channels
         avc_budget = budget_bytes // 2
         self.local = not getattr(supply.source, "distributed", False)  # spill and keep in place in this process
         # RF-Hybrid: rows of nodes whose families fit a quarter of the budget are kept in memory by
@@ -161,7 +169,7 @@ class _Growth:
         # Not from a distributed source: its passes return only AVC-groups, never rows.
         self.memory_rows = (budget_bytes // 4) // row_bytes(schema, self.row_weights) \
             if params.hybrid and self.local else 0
-        self.counted = counted_slots_for(supply, schema, params, class_weight, self.n_channels, avc_budget,
+        self.counted = counted_slots_for(supply, schema, params, class_weight, self.count_channels, avc_budget,
                                          self.memory_rows)
         self.gather_rows = (budget_bytes // 4) // picked_row_bytes(self.weighted)  # exact_gather.gather_groups
         self.binned = self.counted.binned
@@ -169,18 +177,19 @@ class _Growth:
         self.slot_offsets = schema.slot_offsets()  # of the slots rows hold: the lead attribute is chosen by them
         self.n_attr = len(schema.attributes)
         self.n_slots = np.array([a.n_slots for a in schema.attributes], np.int64)
-        self.groups = attribute_groups(schema, self.offsets, self.n_channels, avc_budget, params.vertical)
+        # raw and searched cells both held while a chunk is searched
+        self.groups = attribute_groups(schema, self.offsets, self.cell_channels, avc_budget, params.vertical)
         # exact mode's wide attributes are counted in bins of ranks wherever the rows are; only where they
         # cannot be (SQL aggregates) do nodes counted from memory get compact AVC-groups
         self.wide = wide_attributes(schema) if params.compact and not self.binned.any() \
             else np.zeros(self.n_attr, np.int64)
         self.scratch = None  # compact AVC-groups' slot table, made at their first use
-        node_bytes = max(group_bytes(self.offsets, g, self.n_channels) for g in self.groups)
+        node_bytes = max(group_bytes(self.offsets, g, self.cell_channels) for g in self.groups)
         # Histogram subtraction: a split's largest child is its parent's AVC-group minus its siblings',
-        # so its rows are not counted.  Only with unit weights, where counts are integers and the
-        # difference is exact, and whole AVC-groups (not RF-Vertical); half of the AVC budget then
-        # holds the parents kept for it.
-        self.subtract = not self.weighted and len(self.groups) == 1  # (never a regressor's: sums of y)
+        # so its rows are not counted.  Only where the difference is exact: unit weights, where counts
+        # are integers and a regressor's sums are exact parts; and whole AVC-groups (not RF-Vertical);
+        # half of the AVC budget then holds the parents kept for it.
+        self.subtract = (not self.weighted or len(self.grid) > 0) and len(self.groups) == 1  # (never a regressor's: sums of y)
         self.per_pass = max(1, (avc_budget // 2 if self.subtract else avc_budget) // node_bytes)
         self.parents_cap = avc_budget // 2 // node_bytes if self.subtract else 0
         self.stats = GrowStats(attribute_groups=len(self.groups), binned_attributes=int(self.binned.sum()))
@@ -270,23 +279,25 @@ class _Growth:
         for attrs in self.groups:
             lead = lead_of(attrs, self.slot_offsets)
             avc_all = self._count(level, attrs, build, index_of, len(chunk_derived))
+            self.stats.subtracted_nodes += len(chunk_derived)
             for d in chunk_derived:
                 parent, siblings = self.derived[d]
                 row = avc_all[index_of[d]]
                 row[...] = self.parent_avc.pop(parent)
                 for sib in siblings:
                     row -= avc_all[index_of[sib]]
-            avc = avc_all[:len(chunk)]
+            counted = avc_all[:len(chunk)]  # as counted: a regressor's exact parts, raw
             del avc_all
+            avc = moments_of_parts(counted) if len(self.grid) else counted
             if not self.root_done and self._root_is_leaf(avc, attrs, lead):
                 return None
             if self.binned[attrs].any():
                 self._exact_search(level, avc, chunk, attrs, lead, best)
             else:
                 _best_splits(avc, chunk, attrs, lead, self.offsets, self.schema, self.n_classes, self.weighted,
-                             self.crit, self.params, self.min_weight_leaf, best, keep_avc=self.subtract,
-                             copy=len(self.groups) > 1)
-            del avc  # before the next group's counts: one group's AVC-groups at a time
+                             self.crit, self.params, self.min_weight_leaf, best,
+                             parents=counted if self.subtract else None, copy=len(self.groups) > 1)
+            del avc, counted  # before the next group's counts: one group's AVC-groups at a time
         return chunk, best
 
     def _exact_search(self, level: _Level, avc: np.ndarray, chunk: list, attrs: np.ndarray, lead: int,
@@ -345,8 +356,9 @@ class _Growth:
                 continue
             node_pos = np.full(len(nodes.feature), -1, np.int32)
             node_pos[part] = [index_of[n] for n in part]
-            task = AvcPass(self.schema, level.routing, node_pos, len(index_of), self.n_channels, self.class_weight,
-                           self.weighted, attrs, store=supply.store, counted=self.counted)
+            task = AvcPass(self.schema, level.routing, node_pos, len(index_of), self.count_channels,
+                           self.class_weight, self.weighted, attrs, store=supply.store, counted=self.counted,
+                           grid=self.grid)
             if supply.store is not None:  # the workers' kept rows: those at a node that no longer grows go
                 task.alive = np.zeros(len(nodes.feature), bool)
                 task.alive[list(level.in_frontier)] = True
@@ -454,11 +466,12 @@ class _Growth:
 
 
 def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, crit, params, min_weight_leaf,
-                 best, keep_avc, copy):
+                 best, parents, copy):
     """Search the splits of ``chunk``'s nodes over the attribute group ``attrs`` and keep, per node in
     ``best``, the better of it and the groups searched before: the higher score, the lower attribute
     index on a tie, as one search over all attributes in order would choose.  ``best`` holds views of
-    ``avc`` unless ``copy`` (RF-Vertical: a group's AVC-groups are released before the next one's)."""
+    ``avc`` unless ``copy`` (RF-Vertical: a group's AVC-groups are released before the next one's), and
+    of ``parents`` (the AVC-groups as counted, kept for histogram subtraction; None: not kept)."""
     keep = np.copy if copy else (lambda a: a)
     group_offsets = np.concatenate([[0], np.cumsum(offsets[attrs + 1] - offsets[attrs])])
     k_nodes = len(chunk)
@@ -476,7 +489,7 @@ def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, 
         br = branches[branch_start[k]:branch_start[k] + hi - lo]
         _keep(best, node, score[k], int(attrs[j]), (int(left_slot[k]), int(right_slot[k]), bool(inf_thr[k]),
                                                    int(n_branches[k]), keep(br), keep(avc[k, lo:hi]),
-                                                   avc[k] if keep_avc else None))
+                                                   None if parents is None else parents[k]))
 
 
 def _keep(best: dict, node: int, score: float, a: int, split: tuple) -> None:

@@ -22,6 +22,7 @@ from .profile_data import (ColumnProfile, Profile, midpoint, midpoints, quantile
 from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
                      check_numeric_target, check_weight_total, lower_bound, numeric_values, plain_numbers, present_rows)
+from .target_parts import target_grid
 from .threads import run_ranges
 
 @dataclass
@@ -223,7 +224,9 @@ class ProfileTask:
         if self.regression:
             if p.label_range is None:
                 raise DataError(f"{self.where} has no rows of positive weight")
-            label = Label(self.target, [], shift=target_shift(*p.label_range))
+            shift = target_shift(*p.label_range)
+            grid = target_grid(*p.label_range, shift, p.n_rows) if self.weight is None and not self.exact else None
+            label = Label(self.target, [], shift=shift, grid=grid)
         elif len(p.label_counts) < 2:
             only = next(iter(p.label_counts), None)
             raise DataError(f"the target column {self.target!r} of {self.where} has a single class "

@@ -30,6 +30,7 @@ from .profile_data import ColumnProfile, Profile, midpoint
 from .rowhash import row_hash_sql
 from .schema import CATEGORICAL, Schema, check_numeric_target, check_weight_total
 from .sql import Dialect, category_branches, dialect_of, numeric_sql, routing_case, slot_sql
+from .target_parts import parts_sql
 
 
 @dataclass
@@ -121,14 +122,19 @@ def avc_query(task, relation) -> AggregateQuery | None:
     split_on = {int(f) for f, c in zip(feature, first_child) if c >= 0}
     used = sorted(set(counted) | split_on)
     weighted_column = schema.weight is not None
-    # a regressor's target less its shift (as rows hold it: Label.codes), summed per cell, not grouped, and
-    # in row order (sum(... ORDER BY rid)): the floats the row store's kernels add, in their order, so the
-    # tree is the Parquet source's bit for bit, and the same at every run (a database's parallel
-    # aggregation adds in no fixed order)
+    # A regressor's target less its shift (as rows hold it: Label.codes), summed per cell, not grouped.
+    # With unit weights in exact parts (rainforest/target_parts.py), computed here by the kernel's float
+    # operations: their sums are exact in any order.  Otherwise in row order (sum(... ORDER BY rid)): the
+    # floats the row store's kernels add, in their order.  Either way the tree is the Parquet source's bit
+    # for bit, and the same at every run (a database's parallel aggregation adds in no fixed order).
     y = (f"CAST({d.ident(schema.label.name)} AS {d.double}) - {d.double_literal(schema.label.shift)}" if regression
          else d.ident(schema.label.name))
+    parts = len(task.grid) > 0
+    ordered = regression and not parts
+    if parts:
+        y_parts = parts_sql("y", tuple(task.grid), d.double_literal)
     inner = (_encoded_columns(schema, used, relation.schema, d) + [f"{y} AS y"]
-             + ([f"{relation.row_id} AS rid"] if regression else []))
+             + ([f"{relation.row_id} AS rid"] if ordered else []))
     if weighted_column:
         inner.append(f"CAST({d.ident(schema.weight)} AS {d.double}) AS w")
     wanted = task.node_pos >= 0
@@ -143,29 +149,34 @@ def avc_query(task, relation) -> AggregateQuery | None:
             slots.append(f"CASE WHEN a{j} IS NULL THEN NULL ELSE {slot_sql(f'a{j}', a.cuts, d)} END AS s{j}")
     keys = [f"s{j}" for j in counted]
     w_y = "w * y" if weighted_column else "y"  # scikit-learn's order: w y, then (w y) y
-    in_order = " ORDER BY rid" if regression else ""
-    sums = (f", sum({w_y}{in_order}) AS wy, sum({w_y} * y{in_order}) AS wyy" if regression else "")
+    in_order = " ORDER BY rid" if ordered else ""
+    if parts:
+        sums = "".join(f", sum({p}) AS p{k}" for k, p in enumerate(y_parts))
+    else:
+        sums = (f", sum({w_y}{in_order}) AS wy, sum({w_y} * y{in_order}) AS wyy" if regression else "")
     by_y = "" if regression else "y, "
     sql = (f"SELECT node, {'NULL AS y' if regression else 'y'}, {grouping_index(keys, d)} AS g, {', '.join(keys)}, "
            f"count(*) AS n" + (f", sum(w{in_order}) AS w" if weighted_column else "") + sums
-           + f" FROM (SELECT {node} AS node, y{', w' if weighted_column else ''}{', rid' if regression else ''}, "
+           + f" FROM (SELECT {node} AS node, y{', w' if weighted_column else ''}{', rid' if ordered else ''}, "
            + f"{', '.join(slots)}"
            + f" FROM (SELECT {', '.join(inner)} FROM {relation.from_sql}) AS e) AS r"
            + f" WHERE node IS NOT NULL{' AND w <> 0' if weighted_column else ''} GROUP BY GROUPING SETS ("
            + ", ".join(f"(node, {by_y}{k})" for k in keys) + ")")
-    query = AggregateQuery(sql, None, row_id=regression)
+    query = AggregateQuery(sql, None, row_id=ordered)
     group_offsets = task.group_offsets()
 
     def finish(table: pa.Table):
         state = task.new_state()
-        n_classes = schema.label.n_channels  # the row-count channel follows the label's
+        n_classes = task.n_channels - 1 if task.weighted else task.n_channels  # the row count comes last
         if table.num_rows == 0:
             return state
         g = table.column("g").to_numpy(zero_copy_only=False).astype(np.int64)
         pos = task.node_pos[table.column("node").to_numpy(zero_copy_only=False).astype(np.int64)]
         n = table.column("n").to_numpy(zero_copy_only=False).astype(np.float64)
         w = table.column("w").to_numpy(zero_copy_only=False).astype(np.float64) if weighted_column else n
-        if regression:  # a cell's channels: sum w, sum w y, sum w y y (counting.add_row's)
+        if parts:  # a cell's channels: the four parts' sums (target_parts.add_target_parts's)
+            cells = [(k, table.column(f"p{k}").to_numpy(zero_copy_only=False).astype(np.float64)) for k in range(4)]
+        elif regression:  # a cell's channels: sum w, sum w y, sum w y y (counting.add_row's)
             cells = [(0, w)] + [(k, table.column(c).to_numpy(zero_copy_only=False).astype(np.float64))
                                 for k, c in ((1, "wy"), (2, "wyy"))]
         else:

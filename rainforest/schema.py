@@ -202,11 +202,14 @@ def check_weight_total(total: float, weight: str | None, where: str) -> None:
 @dataclass
 class Label:
     """The target column and its classes (sorted; the class of code ``k`` is ``classes[k]``), or, for a
-    regressor (``shift`` not None), no classes: rows hold the target less ``shift``."""
+    regressor (``shift`` not None), no classes: rows hold the target less ``shift``.  ``grid``: a
+    regressor's grids for exact sums of that target (:func:`rainforest.target_parts.target_grid`),
+    where the tree's cells may add it in parts (unit weights, binned); None: plain float sums."""
 
     name: str
     classes: list
     shift: float | None = None
+    grid: tuple | None = None
 
     @property
     def regression(self) -> bool:

@@ -209,6 +209,44 @@ def test_sklearn_tools_take_the_regressor():
     assert search.fit(X, y).best_params_["decisiontreeregressor__max_depth"] == 5
 
 
+def test_exact_parts_give_the_same_tree_whatever_the_order_partitions_and_subtraction(magic_regression):
+    """With unit weights a binned tree's cells add each target in exact parts (target_parts.py): a Dask
+    DataFrame's partitions (summed apart, then merged), the rows in another order and a budget that
+    changes which children are derived by subtraction all give the Parquet tree, JSON for JSON."""
+    dd = pytest.importorskip("dask.dataframe")
+    from rainforest.target_parts import target_grid
+
+    t, folder = magic_regression
+    ref = DecisionTreeRegressor(max_depth=8).fit(str(folder), target="FLength")
+    frame = t.to_pandas()
+    fits = {"dask, files": DecisionTreeRegressor(max_depth=8).fit(dd.read_parquet(str(folder)), target="FLength"),
+            "dask, 7 partitions": DecisionTreeRegressor(max_depth=8).fit(dd.from_pandas(frame, npartitions=7),
+                                                                         target="FLength"),
+            "rows reversed": DecisionTreeRegressor(max_depth=8).fit(t.take(np.arange(t.num_rows)[::-1]),
+                                                                    target="FLength"),
+            "small budget": DecisionTreeRegressor(max_depth=8, memory_budget="300KB").fit(str(folder),
+                                                                                        target="FLength")}
+    for name, reg in fits.items():
+        assert reg.tree_.to_json() == ref.tree_.to_json(), name
+    # a split's largest child is its parent's cells less its siblings' (exact): its rows not counted;
+    # with sample weights the sums are plain floats, and every node is counted
+    assert ref.grow_stats_.subtracted_nodes > 20
+    weighted = DecisionTreeRegressor(max_depth=8).fit(t, target="FLength", sample_weight=np.full(t.num_rows, 2.0))
+    assert weighted.grow_stats_.subtracted_nodes == 0
+    # the parts are exact: sums of every row's parts, in any order, are one float each
+    y = t.column("FLength").to_numpy()
+    shift = y.min() / 2 + y.max() / 2
+    grid = target_grid(y.min(), y.max(), shift, len(y))
+    v = y - shift
+    hi = np.floor(v * grid[1]) * grid[0]
+    lo = np.floor((v - hi) * grid[3]) * grid[2]
+    rng = np.random.default_rng(0)
+    for parts in (hi, lo):
+        sums = {float(np.sum(rng.permutation(parts))) for _ in range(5)} | {float(np.cumsum(parts)[-1])}
+        assert len(sums) == 1
+    assert np.max(np.abs(v - hi - lo)) < grid[2] and grid[2] < 1e-12 * np.max(np.abs(v))
+
+
 def test_evaluate_scores_a_regressor_in_one_pass_over_any_source(magic_regression):
     """MSE, MAE and R² of one pass equal scikit-learn's on the rows held in memory, from a Parquet
     folder, DuckDB and Dask alike, weighted or not; a far-off mean (1e9) loses no precision in R²
@@ -252,11 +290,14 @@ def test_evaluate_scores_a_regressor_in_one_pass_over_any_source(magic_regressio
 
 def test_passes_pushed_down_to_duckdb_grow_the_same_tree(magic_regression, tmp_path):
     """transfer="aggregates": the profile asks the database for the target's range (not a group per
-    value), each level is one GROUP BY of (count, sum w, sum w y, sum w y y) per node and slot, the
-    target less the profile's shift, summed in row order; the tree is the Parquet one, JSON for JSON,
-    weighted or not, at every run (DuckDB's parallel aggregation would add in no fixed order: the
-    sums are ordered by the row identity); a NaN target is refused although DuckDB folds isnan() to
+    value), each level is one GROUP BY per node and slot of sums of the target less the profile's
+    shift: with unit weights (binned) its exact parts (target_parts.py), which add alike in any order;
+    otherwise (count, sum w, sum w y, sum w y y) in row order (DuckDB's parallel aggregation would add
+    in no fixed order: those sums are ordered by the row identity).  The tree is the Parquet one, JSON
+    for JSON, weighted or not, at every run; a NaN target is refused although DuckDB folds isnan() to
     false on a Parquet column whose statistics have no NaN."""
+    from conftest import sql_statements
+
     from rainforest.storage import DuckDBSource
 
     t, folder = magic_regression
@@ -266,10 +307,14 @@ def test_passes_pushed_down_to_duckdb_grow_the_same_tree(magic_regression, tmp_p
         for max_bins in (255, None):
             ref = DecisionTreeRegressor(max_depth=7, max_bins=max_bins).fit(data, target="FLength",
                                                                               sample_weight=weight)
-            inside = DecisionTreeRegressor(max_depth=7, max_bins=max_bins).fit(
-                DuckDBSource(parquet=data, transfer="aggregates"), target="FLength", sample_weight=weight)
+            source = DuckDBSource(parquet=data, transfer="aggregates")
+            queries = sql_statements(source)
+            inside = DecisionTreeRegressor(max_depth=7, max_bins=max_bins).fit(source, target="FLength",
+                                                                                 sample_weight=weight)
             assert inside.n_passes_ == 1 + 7
             assert inside.tree_.to_json() == ref.tree_.to_json()
+            parts = weight is None and max_bins is not None
+            assert all(("floor(" in q) == parts and ("ORDER BY" in q) != parts for q in queries[1:])
     y = t.column("FLength").to_numpy().copy()
     y[5] = np.nan
     pq.write_table(t.set_column(t.schema.get_field_index("FLength"), "FLength", pa.array(y)), tmp_path / "nan.parquet")
