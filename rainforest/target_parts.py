@@ -105,7 +105,7 @@ def accumulate_parts(S, y, order, starts, ends, attrs, offsets, counts, shift, m
     shared = np.zeros((n_shared, n_cells))
     for p in numba.prange(n_pieces):
         cells = counts[node_of[p]].reshape(-1) if buffer[p] < 0 else shared[buffer[p]]
-        parts = np.empty((BLOCK, PARTS_CHANNELS))
+        parts = np.empty((min(BLOCK, last[p] - first[p]), PARTS_CHANNELS))  # small pieces: small scratch
         for b0 in range(first[p], last[p], BLOCK):  # a block's parts once, then one attribute at a time
             m = min(BLOCK, last[p] - b0)
             for t in range(m):
