@@ -189,7 +189,7 @@ class _Growth:
         # so its rows are not counted.  Only where the difference is exact: unit weights, where counts
         # are integers and a regressor's sums are exact parts; and whole AVC-groups (not RF-Vertical);
         # half of the AVC budget then holds the parents kept for it.
-        self.subtract = (not self.weighted or len(self.grid) > 0) and len(self.groups) == 1  # (never a regressor's: sums of y)
+        self.subtract = (not self.weighted or len(self.grid) > 0) and len(self.groups) == 1
         self.per_pass = max(1, (avc_budget // 2 if self.subtract else avc_budget) // node_bytes)
         self.parents_cap = avc_budget // 2 // node_bytes if self.subtract else 0
         self.stats = GrowStats(attribute_groups=len(self.groups), binned_attributes=int(self.binned.sum()))

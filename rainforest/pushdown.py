@@ -174,7 +174,7 @@ def avc_query(task, relation) -> AggregateQuery | None:
         pos = task.node_pos[table.column("node").to_numpy(zero_copy_only=False).astype(np.int64)]
         n = table.column("n").to_numpy(zero_copy_only=False).astype(np.float64)
         w = table.column("w").to_numpy(zero_copy_only=False).astype(np.float64) if weighted_column else n
-        if parts:  # a cell's channels: the four parts' sums (target_parts.add_target_parts's)
+        if parts:  # a cell's channels: the four parts' sums (target_parts.split_target's), then the rows
             cells = [(k, table.column(f"p{k}").to_numpy(zero_copy_only=False).astype(np.float64)) for k in range(4)]
         elif regression:  # a cell's channels: sum w, sum w y, sum w y y (counting.add_row's)
             cells = [(0, w)] + [(k, table.column(c).to_numpy(zero_copy_only=False).astype(np.float64))
