@@ -110,13 +110,54 @@ def midpoints(values: np.ndarray) -> np.ndarray:
 
 
 def quantile_edges(values: np.ndarray, max_bins: int) -> np.ndarray:
-    """At most ``max_bins`` bins of about equal weight from a sample; heavy values get bins of their own.
-    (:func:`rainforest.pushdown.profile_query` chooses the same edges in SQL.)"""
-    u, c = np.unique(values, return_counts=True)
-    if len(u) <= max_bins:
-        return midpoints(u)
-    cum = np.cumsum(c)
-    targets = cum[-1] * np.arange(1, max_bins) / max_bins
-    cut_after = np.unique(np.searchsorted(cum, targets, side="left"))
-    cut_after = cut_after[cut_after < len(u) - 1]
-    return midpoints(u)[cut_after]
+    """At most ``max_bins`` bins of about equal weight from a sample (float64 values, no NaN); heavy
+    values get bins of their own.  (:func:`rainforest.pushdown.profile_query` chooses the same edges
+    in SQL.)
+
+    The distinct values ``u`` with their counts, sorted; all their midpoints when there are at most
+    ``max_bins``; else, for each ``k`` in ``1 .. max_bins - 1``, the cut after the first value whose
+    cumulative count reaches ``total * k / max_bins``, once each and not after the last value.  One
+    sort and linear scans in a kernel: numpy's ``unique`` and ``searchsorted`` took 110 us a column
+    of a 1,000-row fit, a third of its time."""
+    return _quantile_edges(np.ascontiguousarray(values, dtype=np.float64), int(max_bins))
+
+
+@numba.njit(cache=True, nogil=True)
+def _quantile_edges(values, max_bins):
+    v = np.sort(values)
+    u = np.empty(v.shape[0])
+    cum = np.empty(v.shape[0], np.int64)  # the cumulative count up to each distinct value
+    k = 0
+    for i in range(v.shape[0]):
+        if k > 0 and v[i] == u[k - 1]:
+            cum[k - 1] += 1
+        else:
+            u[k] = v[i]
+            cum[k] = (cum[k - 1] if k > 0 else 0) + 1
+            k += 1
+    if k <= max_bins:
+        out = np.empty(max(k - 1, 0))
+        for i in range(k - 1):
+            out[i] = _midpoint(u[i], u[i + 1])
+        return out
+    total = cum[k - 1]
+    out = np.empty(max_bins - 1)
+    m = 0
+    at = 0
+    last = -1
+    for j in range(1, max_bins):
+        target = total * j / max_bins  # as numpy: an int64 product, then a true division
+        while at < k and cum[at] < target:  # the targets grow: the search goes on from the last one
+            at += 1
+        if at != last and at < k - 1:
+            out[m] = _midpoint(u[at], u[at + 1])
+            m += 1
+        last = at
+    return out[:m]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _midpoint(a, b):
+    """:func:`midpoint` of two values."""
+    t = a / 2.0 + b / 2.0
+    return a if t == b else t

@@ -162,3 +162,27 @@ def test_exact_profile_holds_every_distinct_value_once_in_order(batch_rows):
     for a in schema.attributes:
         values = table.column(a.name).to_numpy(zero_copy_only=False).astype(np.float64)
         np.testing.assert_array_equal(a.cuts, np.unique(values[~np.isnan(values)]))
+
+
+def _numpy_quantile_edges(values, max_bins):
+    """The bin edges' rule in numpy, as profile_query's SQL says it too."""
+    from rainforest.profile_data import midpoints
+    u, c = np.unique(values, return_counts=True)
+    if len(u) <= max_bins:
+        return midpoints(u)
+    cum = np.cumsum(c)
+    cut_after = np.unique(np.searchsorted(cum, cum[-1] * np.arange(1, max_bins) / max_bins, side="left"))
+    return midpoints(u)[cut_after[cut_after < len(u) - 1]]
+
+
+@pytest.mark.parametrize("max_bins", [2, 3, 16, 255, 1000])
+def test_quantile_edges_kernel_follows_the_numpy_rule(max_bins):
+    """The kernel's edges (one sort, linear scans) are the numpy rule's, value for value: continuous,
+    few-valued, heavy-tied and extreme samples."""
+    from rainforest.profile_data import quantile_edges
+    rng = np.random.default_rng(max_bins)
+    samples = [rng.normal(size=1000), rng.integers(0, 50, 1000).astype(float), np.round(rng.exponential(size=5000), 1),
+               np.concatenate([np.zeros(900), rng.normal(size=100)]), np.empty(0), np.array([1.0]),
+               np.repeat(rng.normal(size=400), rng.integers(1, 50, 400)), np.array([5e-324, 1e-323, -1.7e308, 1.7e308])]
+    for x in samples:
+        np.testing.assert_array_equal(quantile_edges(x, max_bins), _numpy_quantile_edges(x, max_bins))
