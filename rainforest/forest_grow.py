@@ -5,7 +5,7 @@ tree's rules (:mod:`rainforest.rules`)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numba
 import numpy as np
@@ -24,6 +24,7 @@ from .plan import lead_of
 from .rows import KeptRows
 from .rules import depth_limit, keeps_split, node_criterion, node_totals, pre_leaf, value_weights
 from .spill import Spill, room_for
+from .target_parts import NO_GRID, PARTS_CHANNELS, moments_of_parts, widened
 
 TREES_PER_THREAD = 2  # trees grown at once from copies of their in-bag rows, per Numba thread
 
@@ -118,6 +119,14 @@ class ForestGrower:
         self.keys2 = np.array([k[1] for k in keys], np.int64)
         self.feature_seeds = [int(s) for s in spec.seeds]
         self.thresholds = poisson_thresholds(spec.rate) if spec.rate is not None else np.empty(0, np.int64)
+        # A regressor without sample weights counts its targets in exact parts (target_parts.py), on the
+        # tree's grids widened for the largest bootstrap multiplicity (the thresholds' count): raw cells
+        # of count_channels (the parts, the multiplicities' sum, rows), turned into the search's after
+        # counting.  Without a bootstrap the grids are the tree's, and so is each tree.
+        self.grid = NO_GRID
+        if label.grid is not None and not columns.weighted:
+            self.grid = np.asarray(widened(label.grid, len(self.thresholds).bit_length()))
+        self.count_channels = PARTS_CHANNELS + 2 if len(self.grid) else self.n_channels
         self.trees = [Nodes(regression=self.regression) for _ in range(n_trees)]
         for nodes in self.trees:
             nodes.add_leaf(np.zeros(self.label_channels), 0, 0.0, 0)
@@ -166,7 +175,8 @@ class ForestGrower:
         avc_budget = self.budget // 2
         cols = self._draw(frontier)
         sizes = self.columns.n_slots[cols] + 1
-        job_bytes = sizes.sum(axis=1) * self.n_channels * 8 + sizes.max(axis=1) * 8  # + the search's scratch
+        cell_channels = self.n_channels + (self.count_channels if len(self.grid) else 0)  # raw and searched cells
+        job_bytes = sizes.sum(axis=1) * cell_channels * 8 + sizes.max(axis=1) * 8  # + the search's scratch
         if job_bytes.max() > avc_budget:
             raise BudgetError(
                 f"memory budget too small: one node's AVC-group over {cols.shape[1]} attributes needs "
@@ -188,13 +198,22 @@ class ForestGrower:
         passes = 0
         for lo, hi in packs:
             jobs = self._layout(frontier[lo:hi], cols[lo:hi])
-            counts, from_data = counter.count(jobs, level)
+            counts, from_data = counter.count(self.counted_layout(jobs), level)
+            if len(self.grid):
+                counts = moments_of_parts(counts.reshape(-1, self.count_channels)).reshape(-1)
             passes += from_data
             grown = self._split_jobs(jobs, counts, next_frontier)
             del counts
             counter.split(jobs, grown)
         self._note(level, passes, len(frontier))
         return np.array(next_frontier, np.int64).reshape(-1, 2)
+
+    def counted_layout(self, jobs: Jobs) -> Jobs:
+        """``jobs`` laid out for counting: the search's layout, or raw cells' for exact parts."""
+        if not len(self.grid):
+            return jobs
+        return replace(jobs, job_base=jobs.job_base // self.n_channels * self.count_channels,
+                       size=jobs.size // self.n_channels * self.count_channels)
 
     def _note(self, level: int, passes: int, jobs: int) -> None:
         while len(self.stats.passes_per_level) <= level:  # chunks of trees grown in memory share levels
@@ -283,7 +302,7 @@ class ForestGrower:
         job_of_node[base[jobs.tree] + jobs.node] = np.arange(len(jobs.tree), dtype=np.int32)
         task = ForestPass(self.columns, level, np.unique(jobs.tree), self.keys1, self.keys2, self.thresholds,
                           base[:-1].copy(), routing, job_of_node, jobs.attr_start, jobs.attrs, jobs.slot_off,
-                          jobs.job_base, self.n_channels, jobs.size)
+                          jobs.job_base, self.count_channels, jobs.size, grid=self.grid)
         label = f"{len(jobs.tree):,} node(s) of {len(task.trees)} tree(s)"
         if self.kept is not None:
             meter = PassMeter(f"level {level}, rows kept in memory, {label}", self.verbose, self.kept.size)
@@ -433,7 +452,7 @@ class InBagGroups:
         c = self.copies
         count_spans(c.items, c.weights, c.targets, c.target_at, c.width, not c.weighted, self.local[jobs.tree],
                     self.starts, self.ends, jobs.job_of_attr, jobs.attrs, jobs.slot_off, jobs.job_base,
-                    self.grower.n_channels, counts)
+                    self.grower.count_channels, counts, self.grower.grid)
         return counts, False
 
     def split(self, jobs: Jobs, grown: list) -> None:

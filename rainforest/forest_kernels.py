@@ -10,6 +10,7 @@ from .bootstrap import multiplicity
 from .counting import add_row
 from .criteria import impurity, search_node
 from .split_scores import weight_of
+from .target_parts import add_weighted_parts, split_target
 from .rowhash import hash_row
 from .rows import step
 from .rules import branch_totals, impurity_decrease
@@ -20,7 +21,7 @@ ROW_BLOCK = 4096  # rows a thread routes together through one tree (independent 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roots, feature, first_child,
                  slot_branch, branch_offset, slot_cut, missing_branch, n_slots, job_of_node, attr_start, attrs,
-                 slot_off, job_base, n_channels, counts):
+                 slot_off, job_base, n_channels, counts, grid):
     """Count a block of encoded rows into the AVC-groups of a pass's jobs, for every tree in ``trees``.
 
     Row ``i`` (identity ``first_row + i``) has multiplicity ``m`` in tree ``t`` (the Poisson draw
@@ -34,9 +35,12 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
     Each thread owns whole trees (a job belongs to one tree) and routes a block of rows one level
     at a time, so the independent steps of different rows overlap.  Every count is summed in row
     order by one thread: the result is the serial one, bit for bit.  ``w`` is empty for unit weights.
+    With ``grid``, a regressor's raw cells get the target's exact parts times ``m``, then ``m`` and one
+    (:mod:`rainforest.target_parts`).
     """
     n_classes = n_channels - 1
     unit = w.shape[0] == 0
+    parts = grid.shape[0] > 0
     n = S.shape[0]
     block = min(n, ROW_BLOCK)
     for ti in numba.prange(trees.shape[0]):
@@ -72,8 +76,13 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
                 c = y[i]
                 wt = float(mult[u]) if unit else mult[u] * w[i]
                 base = job_base[j]
+                p = split_target(np.float64(c), grid) if parts else (0.0, 0.0, 0.0, 0.0)
                 for q in range(attr_start[j], attr_start[j + 1]):
-                    add_row(counts, base + (slot_off[q] + S[i, attrs[q]]) * n_channels, c, wt, True, n_classes)
+                    cell = base + (slot_off[q] + S[i, attrs[q]]) * n_channels
+                    if parts:
+                        add_weighted_parts(counts, cell, p, wt)
+                    else:
+                        add_row(counts, cell, c, wt, True, n_classes)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

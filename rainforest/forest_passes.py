@@ -2,7 +2,7 @@
 and keeping every encoded row (RF-Hybrid)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -10,6 +10,7 @@ import pyarrow as pa
 from .forest_kernels import count_forest
 from .forest_rows import Columns
 from .rows import KeptRows, RowBlock
+from .target_parts import NO_GRID
 
 
 @dataclass
@@ -42,6 +43,12 @@ class ForestPass:
     n_channels: int
     size: int
     spill: object = None  # the row store on disk: receives every encoded block of the pass, in row order
+    grid: np.ndarray = field(default_factory=lambda: NO_GRID)  # a regressor's exact parts (target_parts.py)
+
+    @property
+    def order_free(self) -> bool:
+        """Whether states merged in any order give the same counts: a regressor's exact parts do."""
+        return len(self.grid) > 0
 
     def new_state(self) -> ForestCounts:
         return ForestCounts(np.zeros(self.size))
@@ -55,7 +62,7 @@ class ForestPass:
     def count(self, state: ForestCounts, S, y, w, first_row: int) -> ForestCounts:
         count_forest(S, y, w, np.int64(first_row), self.depth, self.trees, self.keys1, self.keys2, self.thresholds,
                      self.roots, *self.routing, self.job_of_node, self.attr_start, self.attrs, self.slot_off,
-                     self.job_base, self.n_channels, state.counts)
+                     self.job_base, self.n_channels, state.counts, self.grid)
         return state
 
     def merge(self, a: ForestCounts, b: ForestCounts) -> ForestCounts:

@@ -28,6 +28,7 @@ from .counting import add_row
 from .partition import cut_blocks, place
 from .rowhash import hash_row
 from .rows import step
+from .target_parts import add_weighted_parts, split_target
 
 TASK_ROWS = 1 << 14  # rows of a thread's task (at least) when a tree's rows are drawn or a group's rows are moved
 TASKS_PER_THREAD = 4  # blocks per thread when large groups are cut (fewer leave threads idle at the end)
@@ -161,7 +162,7 @@ def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, targets, ta
 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def count_spans(items, weights, targets, target_at, width, unit, job_tree, starts, ends, job_of_attr, attrs,
-                slot_off, job_base, n_channels, counts):
+                slot_off, job_base, n_channels, counts, grid):
     """Count every job's rows into its AVC-group (the layout of :func:`rainforest.forest_kernels.count_forest`).
 
     Job ``j``'s rows are records ``starts[j]:ends[j]`` of tree ``job_tree[j]``'s copies: the
@@ -169,8 +170,10 @@ def count_spans(items, weights, targets, target_at, width, unit, job_tree, start
     ``targets[t, u, target_at]``) and one to the row-count
     channel, at the slot of each of the job's attributes (``attrs[q]`` with ``job_of_attr[q] == j``).
     Threads take (job, attribute) pairs, each owning its cells, so every cell is summed in row
-    order by one thread.
+    order by one thread.  With ``grid``, a regressor's raw cells get the target's exact parts times
+    the multiplicity, then the multiplicity and one (:mod:`rainforest.target_parts`).
     """
+    parts = grid.shape[0] > 0
     # Unsigned cell indices and loops from 0 spare every access numba's check for a negative index
     # (a quarter of the time).
     n_classes = np.uint64(n_channels - 1)
@@ -185,8 +188,12 @@ def count_spans(items, weights, targets, target_at, width, unit, job_tree, start
         row_weights = weights[t, starts[j]:ends[j], last]
         row_targets = targets[t, starts[j]:ends[j]]
         for u in range(rows.shape[0]):
-            add_row(cells, np.uint64(rows[u, a]) * stride, row_targets[u, target_at],
-                    float(rows[u, width + 1]) if unit else row_weights[u], True, n_classes)
+            m = float(rows[u, width + 1]) if unit else row_weights[u]
+            if parts:
+                add_weighted_parts(cells, np.uint64(rows[u, a]) * stride,
+                                   split_target(np.float64(row_targets[u, target_at]), grid), m)
+            else:
+                add_row(cells, np.uint64(rows[u, a]) * stride, row_targets[u, target_at], m, True, n_classes)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

@@ -20,7 +20,10 @@ and the row count), which every source computes alike, and a database computes t
 same float operations (:func:`parts_sql`).
 
 Raw cells are ``(sum hi(v), sum lo(v), sum hi(v*v), sum lo(v*v), rows)``;
-:func:`moments_of_parts` turns them into the search's ``(sum w, sum w v, sum w v*v, rows)``.
+:func:`moments_of_parts` turns them into the search's ``(sum w, sum w v, sum w v*v, rows)``.  A
+random forest without sample weights adds each in-bag row's parts times its bootstrap multiplicity
+``m`` (exact: ``m`` is a small integer), on grids :func:`widened` for the multiplicities, with the
+sum of ``m`` in a channel of its own before the rows.
 """
 from __future__ import annotations
 
@@ -56,6 +59,17 @@ def target_grid(low: float, high: float, shift: float, n_rows: int) -> tuple | N
     return tuple(grid)
 
 
+def widened(grid: tuple, extra_bits: int) -> tuple:
+    """``grid`` for sums of up to ``2**extra_bits`` times as many parts (a forest's rows, each counted
+    up to its bootstrap multiplicity): ``g1`` up by ``extra_bits``, ``g2`` by twice that, as
+    :func:`target_grid` would choose them for that many rows."""
+    out = []
+    for k in range(2):
+        s1, i1, s2, i2 = grid[4 * k:4 * k + 4]
+        out += [s1 * 2.0 ** extra_bits, i1 * 2.0 ** -extra_bits, s2 * 4.0 ** extra_bits, i2 * 4.0 ** -extra_bits]
+    return tuple(out)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def split_target(v, grid):
     """The parts of a target ``v`` (less the shift) and of ``v * v`` on ``grid`` (:func:`target_grid`)."""
@@ -65,6 +79,16 @@ def split_target(v, grid):
     q_hi = np.floor(q * grid[5]) * grid[4]
     q_lo = np.floor((q - q_hi) * grid[7]) * grid[6]
     return y_hi, y_lo, q_hi, q_lo
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def add_weighted_parts(cells, cell, parts, m):
+    """Add ``m`` times a row's ``parts`` (:func:`split_target`; ``m`` its bootstrap multiplicity, a small
+    integer, so the products are exact), then ``m`` and one row, to a forest's raw cell at ``cells[cell]``."""
+    for k in range(PARTS_CHANNELS):
+        cells[cell + k] += m * parts[k]
+    cells[cell + PARTS_CHANNELS] += m
+    cells[cell + PARTS_CHANNELS + 1] += 1.0
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -129,12 +153,14 @@ def accumulate_parts(S, y, order, starts, ends, attrs, offsets, counts, shift, m
 
 
 def moments_of_parts(raw: np.ndarray) -> np.ndarray:
-    """Raw cells ``(..., 5)`` as the split search's ``(sum w, sum w v, sum w v*v, rows)`` (unit weights)."""
+    """Raw cells as the split search's ``(sum w, sum w v, sum w v*v, rows)``: a tree's ``(..., 5)``, whose
+    weight is its row count (unit weights), or a forest's ``(..., 6)``, whose weight (the bootstrap
+    multiplicities' sum) comes before its row count."""
     out = np.empty(raw.shape[:-1] + (4,))
     out[..., 0] = raw[..., PARTS_CHANNELS]
     np.add(raw[..., 0], raw[..., 1], out=out[..., 1])
     np.add(raw[..., 2], raw[..., 3], out=out[..., 2])
-    out[..., 3] = raw[..., PARTS_CHANNELS]
+    out[..., 3] = raw[..., -1]
     return out
 
 
