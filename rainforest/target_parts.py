@@ -45,7 +45,7 @@ def target_grid(low: float, high: float, shift: float, n_rows: int) -> tuple | N
     n_bits = max(int(n_rows), 1).bit_length()  # any cell sums at most n_rows < 2**n_bits rows
     if n_bits > 40:
         return None
-    largest = max(abs(low - shift), abs(high - shift))
+    largest = float(max(abs(low - shift), abs(high - shift)))  # a Python float: its square may overflow quietly
     grid = []
     for bound in (largest, largest * largest):
         if not math.isfinite(bound):

@@ -247,6 +247,19 @@ def test_exact_parts_give_the_same_tree_whatever_the_order_partitions_and_subtra
     assert np.max(np.abs(v - hi - lo)) < grid[2] and grid[2] < 1e-12 * np.max(np.abs(v))
 
 
+def test_target_grids_at_the_edges_of_float64():
+    """A constant target gets grids (its parts are zero); a target whose square leaves float64 (or whose
+    grid would be subnormal) gets none, and its tree adds plain floats as before."""
+    from rainforest.target_parts import target_grid
+    assert target_grid(7.0, 7.0, 7.0, 1000) is not None
+    assert target_grid(-1e200, 1e200, 0.0, 1000) is None
+    assert target_grid(-1e-300, 1e-300, 0.0, 1000) is None
+    grid = target_grid(-3.0, 5.0, 1.0, 10_000_000)
+    assert grid[0] == 2.0 ** (3 + 24 - 52) and grid[2] == 2.0 ** (3 + 48 - 104)  # |v| < 2**3, 24 bits of rows
+    X = np.random.default_rng(0).normal(size=(500, 2))
+    assert DecisionTreeRegressor(max_depth=3).fit(X, np.full(500, 7.0)).tree_.node_count == 1
+
+
 def test_evaluate_scores_a_regressor_in_one_pass_over_any_source(magic_regression):
     """MSE, MAE and R² of one pass equal scikit-learn's on the rows held in memory, from a Parquet
     folder, DuckDB and Dask alike, weighted or not; a far-off mean (1e9) loses no precision in R²
