@@ -338,7 +338,7 @@ def _hard_moments_table(n=3000):
 
 
 @pytest.mark.parametrize("drop", [[], ["constant", "nan"], ["far", "nan"], ["far", "constant"]])
-def test_naive_bayes_sums_query_hands_over_to_the_exact_one(tmp_path, drop):
+def test_naive_bayes_sums_query_hands_over_to_sums_about_the_class_means(tmp_path, drop):
     """Moments are asked as sums first (the cheap aggregates); where those cannot give them (far from
     zero, or no spread), the result asks for sums of the differences from each class's mean, a second
     scan counted as a second pass, and the model is the Parquet fit's.  (NaN is a missing value.)"""
@@ -364,7 +364,7 @@ def test_naive_bayes_sums_query_hands_over_to_the_exact_one(tmp_path, drop):
     assert plain.n_passes_ == 1  # the plain column alone: the sums query suffices
 
 
-def test_naive_bayes_infinite_value_is_refused_by_the_exact_query():
+def test_naive_bayes_infinite_value_is_refused_by_the_second_query():
     from rainforest import DataError, NaiveBayesClassifier
     con = duckdb.connect()
     con.execute("CREATE TABLE t AS SELECT CASE WHEN i = 5 THEN 'inf'::DOUBLE ELSE i END AS x, i % 2 AS class "
@@ -373,7 +373,7 @@ def test_naive_bayes_infinite_value_is_refused_by_the_exact_query():
         NaiveBayesClassifier().fit(DuckDBSource(table="t", connection=con, transfer="aggregates"), target="class")
 
 
-def test_naive_bayes_postgres_sums_query_hands_over_to_the_exact_one(pg, tmp_path):
+def test_naive_bayes_postgres_sums_query_hands_over_to_sums_about_the_means(pg, tmp_path):
     from rainforest import NaiveBayesClassifier
     table = _hard_moments_table()
     load_script("postgres_server").load_table(pg, "hard_moments", table, replace=True)
