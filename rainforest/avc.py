@@ -162,8 +162,7 @@ class AvcPass:
 
     def group_offsets(self) -> np.ndarray:
         """Offset of each counted attribute's slots in this pass's AVC-groups."""
-        offsets = self.counted.offsets()
-        return np.concatenate([[0], np.cumsum(offsets[self.attrs + 1] - offsets[self.attrs])])
+        return self.counted.group_offsets(self.attrs)
 
     def _accumulate(self, state: AvcState, S, y, w, order, starts, ends) -> None:
         c = self.counted

@@ -44,10 +44,20 @@ class CountedSlots:
         """Offset of each attribute's counted slots (its missing slot included) in an AVC-group."""
         return np.concatenate([[0], np.cumsum(self.n_counted.astype(np.int64) + 1)])
 
+    def group_offsets(self, attrs: np.ndarray) -> np.ndarray:
+        """Offset of each of ``attrs``' counted slots in an AVC-group over those attributes only, then its size."""
+        return group_offsets(self.offsets(), attrs)
+
     def of(self, a: int, slots: np.ndarray) -> np.ndarray:
         """The counted slots of attribute ``a``'s ``slots`` (numpy; :func:`counted_slot` in kernels)."""
         slots = np.asarray(slots, np.int64)
         return np.where(slots == int(self.missing[a]), int(self.n_counted[a]), slots >> int(self.shift[a]))
+
+
+def group_offsets(offsets: np.ndarray, attrs: np.ndarray) -> np.ndarray:
+    """Offset of each of ``attrs``' slots in an AVC-group over those attributes only, then its size
+    (``offsets``: every attribute's, as :meth:`CountedSlots.offsets` gives them)."""
+    return np.concatenate([[0], np.cumsum(offsets[attrs + 1] - offsets[attrs])])
 
 
 def counted_slots(schema: Schema, max_bins: int | None = EXACT_BINS) -> CountedSlots:

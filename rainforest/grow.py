@@ -22,8 +22,8 @@ import numpy as np
 
 from .avc import AvcPass
 from .compact import compact_splits, scratch_for, wide_attributes
-from .count_bins import EXACT_BINS
-from .criteria import CRITERION_CODES, best_splits
+from .count_bins import EXACT_BINS, group_offsets as group_offsets_of
+from .criteria import CRITERION_CODES
 from .exact_gather import candidate_bins_of, exact_splits, gather_groups, gather_values, picked_row_bytes
 from .meter import PassMeter  # noqa: F401  (re-exported: the pass meter of growth)
 from .nodes import Nodes
@@ -33,6 +33,7 @@ from .rows import KeptRows, label_dtype, row_bytes, slot_dtype, stores_weights
 from .rules import branch_totals, depth_limit, node_criterion, node_totals, split_outcome
 from .schema import Schema
 from .spill import Spill, room_for, spilled_bytes
+from .split_choice import keep_better, search_group
 from .supply import RowSupply
 from .target_parts import NO_GRID, PARTS_CHANNELS, moments_of_parts
 from .tree import Tree
@@ -250,7 +251,7 @@ class _Growth:
     # -- supply and count, search --------------------------------------------------------------
     def count_and_search(self, level: _Level, ci: int) -> tuple[list, dict] | None:
         """Count chunk ``ci`` of ``level`` and search its nodes' splits: ``(chunk, best)``, the chunk's
-        frontier nodes and their best splits (as :func:`_best_splits` keeps them); None when the
+        frontier nodes and their best splits (as :func:`rainforest.split_choice.search_group` keeps them); None when the
         root, counted first, is a leaf."""
         nodes, supply = self.nodes, self.supply
         members = [n for g in level.chunks[ci] for n in g]
@@ -294,7 +295,7 @@ class _Growth:
             if self.binned[attrs].any():
                 self._exact_search(level, avc, chunk, attrs, lead, best)
             else:
-                _best_splits(avc, chunk, attrs, lead, self.offsets, self.schema, self.n_classes, self.weighted,
+                search_group(avc, chunk, attrs, lead, self.offsets, self.schema, self.n_classes, self.weighted,
                              self.crit, self.params, self.min_weight_leaf, best,
                              parents=counted if self.subtract else None, copy=len(self.groups) > 1)
             del avc, counted  # before the next group's counts: one group's AVC-groups at a time
@@ -305,7 +306,7 @@ class _Growth:
         """The exact splits of ``chunk``'s nodes over ``attrs``, some counted in bins of ranks: the bins
         searched, the candidate bins' values gathered by a second read of the same rows, the refined
         AVC-groups searched (:mod:`rainforest.exact_gather`)."""
-        group_offsets = np.concatenate([[0], np.cumsum(self.offsets[attrs + 1] - self.offsets[attrs])])
+        group_offsets = group_offsets_of(self.offsets, attrs)
         kinds, binned = self.schema.kinds[attrs], self.binned[attrs]
         candidates = candidate_bins_of(avc, group_offsets, kinds, binned, self.n_classes, self.weighted, self.crit,
                                        self.params, self.min_weight_leaf, lead)
@@ -332,7 +333,7 @@ class _Growth:
             if found[k] is None:
                 continue
             score, j, ls, rs, inf, nb, br, block = found[k]
-            _keep(best, node, score, int(attrs[j]), (ls, rs, inf, nb, br, block, avc[k] if self.subtract else None))
+            keep_better(best, node, score, int(attrs[j]), (ls, rs, inf, nb, br, block, avc[k] if self.subtract else None))
 
     def _compact_search(self, chunk: list, rows_in_memory: KeptRows) -> dict:
         if self.scratch is None:
@@ -463,42 +464,3 @@ class _Growth:
         if self.supply.spill is not None:
             self.supply.spill.report(self.stats)
         return self.nodes.to_tree(self.schema, self.params.criterion), self.stats
-
-
-def _best_splits(avc, chunk, attrs, lead, offsets, schema, n_classes, weighted, crit, params, min_weight_leaf,
-                 best, parents, copy):
-    """Search the splits of ``chunk``'s nodes over the attribute group ``attrs`` and keep, per node in
-    ``best``, the better of it and the groups searched before: the higher score, the lower attribute
-    index on a tie, as one search over all attributes in order would choose.  ``best`` holds views of
-    ``avc`` unless ``copy`` (RF-Vertical: a group's AVC-groups are released before the next one's), and
-    of ``parents`` (the AVC-groups as counted, kept for histogram subtraction; None: not kept)."""
-    keep = np.copy if copy else (lambda a: a)
-    group_offsets = np.concatenate([[0], np.cumsum(offsets[attrs + 1] - offsets[attrs])])
-    k_nodes = len(chunk)
-    n_slots = int(group_offsets[-1])
-    attr, score, left_slot, right_slot, inf_thr, n_branches, branches, branch_start = best_splits(
-        avc.reshape(k_nodes * n_slots, avc.shape[2]), np.arange(k_nodes + 1) * n_slots,
-        np.tile(group_offsets, (k_nodes, 1)), schema.kinds[attrs], n_classes, weighted, crit, params.multiway,
-        float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive, int(np.diff(group_offsets).max()),
-        lead)
-    for k, node in enumerate(chunk):
-        j = int(attr[k])
-        if j < 0:
-            continue
-        lo, hi = group_offsets[j], group_offsets[j + 1]
-        br = branches[branch_start[k]:branch_start[k] + hi - lo]
-        _keep(best, node, score[k], int(attrs[j]), (int(left_slot[k]), int(right_slot[k]), bool(inf_thr[k]),
-                                                   int(n_branches[k]), keep(br), keep(avc[k, lo:hi]),
-                                                   None if parents is None else parents[k]))
-
-
-def _keep(best: dict, node: int, score: float, a: int, split: tuple) -> None:
-    """Keep ``(score, a, *split)`` as ``node``'s best split unless the one held is better: the higher
-    score, the lower attribute index on a tie, as one search over all attributes in order chooses."""
-    if node in best:
-        held, b = best[node][0], best[node][1]
-        if score < held or (score == held and a > b):
-            return
-    best[node] = (score, a, *split)
-
-
