@@ -31,7 +31,7 @@ from typing import Iterator
 
 import numpy as np
 
-from rainforest.storage.scratch import scratch_folder
+from rainforest.storage.scratch import scratch_folder, swap_in
 from .meter import log
 from .rows import RowBlock, label_dtype, slot_dtype
 from .schema import Schema
@@ -185,7 +185,7 @@ class Spill:
                     os.remove(node_file + ".next")
                 raise
         if routed is not None:
-            os.replace(node_file + ".next", node_file)
+            swap_in(node_file + ".next", node_file)
 
     def report(self, stats) -> None:
         """Copy this folder's reads and bytes into growth's statistics (``spill_reads``, ``spill_bytes``,

@@ -33,6 +33,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from .base import check_partition_rows
+from .scratch import swap_in
 
 #: (store id, partition index) -> the partition's pieces, in row order; this process's share.
 _PIECES: dict = {}
@@ -164,7 +165,7 @@ def _count_file(task, state, path: str):
                 break
             state = task.count_piece(state, piece)
             pickle.dump(piece, dst, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(path + ".next", path)
+    swap_in(path + ".next", path)
     return state
 
 

@@ -56,3 +56,18 @@ def scratch_folder(parent: str | None) -> str:
     machine, after removing the stale folders of dead processes beside it."""
     remove_stale(parent)
     return tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-{host_tag()}-", dir=parent)
+
+
+def swap_in(new: str, path: str) -> None:
+    """Put the scratch file ``new`` where ``path`` is, ``path``'s old contents discarded.
+
+    The old file is removed before the rename, so the rename replaces nothing: ext4 (``auto_da_alloc``)
+    starts writing a file's data to disk at once when a rename replaces another, the safety a
+    document needs and a scratch file read back within seconds does not; a removed file's dirty pages
+    are never written at all."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    os.rename(new, path)
+
