@@ -57,23 +57,40 @@ def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows,
                 add_row(node, (base + c) * stride, y[i], 1.0 if unit else w[i], count_rows, n_classes)
 
 
-@numba.njit(cache=True, nogil=True)
-def group_rows(pos, n_nodes):
-    """Rows grouped by their node in the pass (``pos``, -1: not counted), each group in row order:
-    ``(order, starts, ends)`` for :func:`accumulate` (a stable counting sort)."""
-    sizes = np.zeros(n_nodes + 1, np.int64)
-    for i in range(pos.shape[0]):
-        if pos[i] >= 0:
-            sizes[pos[i] + 1] += 1
-    starts = np.cumsum(sizes)
-    fill = starts[:-1].copy()
-    order = np.empty(starts[-1], np.int32)  # batches and kept rows hold fewer than 2**31 rows
-    for i in range(pos.shape[0]):
-        k = pos[i]
-        if k >= 0:
-            order[fill[k]] = i
-            fill[k] += 1
-    return order, starts[:-1], starts[1:]
+@numba.njit(cache=True, parallel=True, nogil=True)
+def group_rows(node, node_pos, n_nodes):
+    """Rows grouped by their node's place in the pass (``node_pos[node[i]]``, -1: not counted), each
+    group in row order: ``(order, starts, ends)`` for :func:`accumulate`.  A stable counting sort in
+    two parallel sweeps over pieces of the rows (counts per piece, then each piece fills its own
+    places), so the order is a serial sort's whatever the number of threads."""
+    n = node.shape[0]
+    n_pieces = 4 * numba.get_num_threads()
+    size = (n + n_pieces - 1) // n_pieces
+    place = np.zeros((n_pieces, n_nodes), np.int64)
+    for c in numba.prange(n_pieces):
+        for i in range(c * size, min(n, (c + 1) * size)):
+            k = node_pos[node[i]]
+            if k >= 0:
+                place[c, k] += 1
+    starts = np.empty(n_nodes, np.int64)
+    ends = np.empty(n_nodes, np.int64)
+    at = 0
+    for k in range(n_nodes):  # each piece's first place in each group: the groups in order, pieces in order
+        starts[k] = at
+        for c in range(n_pieces):
+            rows = place[c, k]
+            place[c, k] = at
+            at += rows
+        ends[k] = at
+    order = np.empty(at, np.int32)  # batches and kept rows hold fewer than 2**31 rows
+    for c in numba.prange(n_pieces):
+        fill = place[c]
+        for i in range(c * size, min(n, (c + 1) * size)):
+            k = node_pos[node[i]]
+            if k >= 0:
+                order[fill[k]] = i
+                fill[k] += 1
+    return order, starts, ends
 
 
 @dataclass
@@ -208,7 +225,7 @@ class AvcPass:
                 ends[self.node_pos[0]] = len(rows)
         else:
             descend(rows.S, rows.node, *self.routing)
-            order, starts, ends = group_rows(self.node_pos[rows.node], self.n_nodes)  # node_pos is int32
+            order, starts, ends = group_rows(rows.node, self.node_pos, self.n_nodes)
         self._accumulate(state, rows.S, rows.y, rows.w, order, starts, ends)
         if self.keep_into is not None:
             self.keep_into.add(rows)
