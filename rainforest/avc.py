@@ -58,13 +58,12 @@ def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows,
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def group_rows(node, node_pos, n_nodes):
+def group_rows(node, node_pos, n_nodes, n_pieces):
     """Rows grouped by their node's place in the pass (``node_pos[node[i]]``, -1: not counted), each
     group in row order: ``(order, starts, ends)`` for :func:`accumulate`.  A stable counting sort in
-    two parallel sweeps over pieces of the rows (counts per piece, then each piece fills its own
-    places), so the order is a serial sort's whatever the number of threads."""
+    two parallel sweeps over ``n_pieces`` pieces of the rows (counts per piece, then each piece fills
+    its own places), so the order is a serial sort's whatever the number of pieces and threads."""
     n = node.shape[0]
-    n_pieces = 4 * numba.get_num_threads()
     size = (n + n_pieces - 1) // n_pieces
     place = np.zeros((n_pieces, n_nodes), np.int64)
     for c in numba.prange(n_pieces):
@@ -225,7 +224,7 @@ class AvcPass:
                 ends[self.node_pos[0]] = len(rows)
         else:
             descend(rows.S, rows.node, *self.routing)
-            order, starts, ends = group_rows(rows.node, self.node_pos, self.n_nodes)
+            order, starts, ends = group_rows(rows.node, self.node_pos, self.n_nodes, 4 * numba.get_num_threads())
         self._accumulate(state, rows.S, rows.y, rows.w, order, starts, ends)
         if self.keep_into is not None:
             self.keep_into.add(rows)

@@ -272,7 +272,7 @@ class ValuePass:
                 ends[task.node_pos[0]] = len(rows)
         else:
             descend(rows.S, rows.node, *task.routing)
-            order, starts, ends = group_rows(rows.node, task.node_pos, task.n_nodes)
+            order, starts, ends = group_rows(rows.node, task.node_pos, task.n_nodes, 4 * numba.get_num_threads())
         return self._add(state, rows.S, rows.y, rows.w, order, starts, ends)
 
     def count_kept(self, state: ValueState, kept) -> ValueState:

@@ -1,5 +1,5 @@
 """``avc.group_rows``: the rows of each counted node, in row order, as a serial stable sort gives
-them, whatever the number of threads (the counting kernels sum each cell in that order)."""
+them, whatever the number of pieces and threads (the counting kernels sum each cell in that order)."""
 import numba
 import numpy as np
 import pytest
@@ -28,9 +28,10 @@ def test_group_rows_is_a_stable_sort_on_every_thread_count(n_rows, n_tree_nodes)
     try:
         for threads in range(1, numba.config.NUMBA_NUM_THREADS + 1):
             numba.set_num_threads(threads)
-            order, starts, ends = group_rows(node, node_pos, len(counted))
-            assert order.dtype == np.int32
-            for got, expected in zip((order, starts, ends), want):
-                np.testing.assert_array_equal(got, expected)
+            for n_pieces in (1, 3, 4 * threads, n_rows + 5):  # more pieces than rows too
+                order, starts, ends = group_rows(node, node_pos, len(counted), n_pieces)
+                assert order.dtype == np.int32
+                for got, expected in zip((order, starts, ends), want):
+                    np.testing.assert_array_equal(got, expected)
     finally:
         numba.set_num_threads(before)
