@@ -70,4 +70,3 @@ def swap_in(new: str, path: str) -> None:
     except FileNotFoundError:
         pass
     os.rename(new, path)
-
