@@ -227,3 +227,17 @@ def test_a_corrupt_model_is_one_error_line_and_exit_2(command, workdir, capsys):
     assert err.startswith("rainforest: error: ") and err.count("\n") == 1
     assert "bad.json" in err and "tree.nodes.first_child[0]" in err
     assert not (workdir / "p.parquet").exists()
+
+
+def test_swap_in_puts_the_new_scratch_file_in_place(tmp_path):
+    from rainforest.storage.scratch import swap_in
+
+    old, new = tmp_path / "node", tmp_path / "node.next"
+    old.write_bytes(b"old rows")
+    new.write_bytes(b"routed rows")
+    swap_in(str(new), str(old))
+    assert old.read_bytes() == b"routed rows" and not new.exists()
+    fresh = tmp_path / "fresh.next"  # nothing to replace yet
+    fresh.write_bytes(b"first")
+    swap_in(str(fresh), str(tmp_path / "fresh"))
+    assert (tmp_path / "fresh").read_bytes() == b"first" and sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "node"]
