@@ -158,6 +158,7 @@ def _edges_of_sorted(v, max_bins):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _midpoint(a, b):
-    """:func:`midpoint` of two values."""
+    """:func:`midpoint` of two values, in a kernel (``test_quantile_edges_kernel_follows_the_numpy_rule``
+    holds the two to the same floats, at float64's extremes too)."""
     t = a / 2.0 + b / 2.0
     return a if t == b else t

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DataError
+from .profile_data import midpoint
 from .split_scores import REGRESSION_CHANNELS
 
 NUMERIC = 0
@@ -118,9 +119,7 @@ class Attribute:
     def threshold(self, left_slot: int, right_slot: int) -> float:
         """The numeric threshold between the last slot going left and the first going right."""
         if self.exact:
-            a, b = float(self.cuts[left_slot]), float(self.cuts[right_slot])
-            t = a / 2.0 + b / 2.0  # scikit-learn's midpoint, safe from overflow
-            return a if t == b else t
+            return float(midpoint(float(self.cuts[left_slot]), float(self.cuts[right_slot])))
         return float(self.cuts[left_slot])
 
     def _category_index(self, arr) -> tuple[pa.Array, pa.Array]:
