@@ -44,5 +44,3 @@ def keep_better(best: dict, node: int, score: float, a: int, split: tuple) -> No
         if score < held or (score == held and a > b):
             return
     best[node] = (score, a, *split)
-
-
