@@ -24,11 +24,11 @@ NO_ORDER = np.empty(0, np.int32)  # accumulate's rows are already grouped by nod
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows, shift, missing, n_counted):
+def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows, shift, missing, n_counted, key_base,
+               table, table_start):
     """Add each row's weight to ``counts[k, offsets[j] + c, y[i]]``, ``c`` the counted slot of
-    ``S[i, attrs[j]]`` (:func:`rainforest.count_bins.counted_slot`, with the per-attribute ``shift``,
-    ``missing`` and ``n_counted`` of a :class:`rainforest.count_bins.CountedSlots`), for the counted
-    attributes ``attrs`` (all of them, or a group of them under RF-Vertical).
+    ``S[i, attrs[j]]`` (:func:`rainforest.count_bins.counted_slot`, with the per-attribute arrays
+    :meth:`rainforest.count_bins.CountedSlots.kernel_args` gives), for the counted attributes ``attrs`` (all of them, or a group of them under RF-Vertical).
 
     The rows of the ``k``-th counted node are ``order[starts[k]:ends[k]]`` (``order`` empty: the
     row indices themselves, for rows kept grouped by node), in row order.  Walking one node at a
@@ -46,14 +46,15 @@ def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows,
     for j in numba.prange(attrs.shape[0]):
         a = np.uint64(attrs[j])
         base = np.uint64(offsets[j])
-        sh, miss, nc = shift[a], missing[a], n_counted[a]
+        sh, miss, nc, kb = shift[a], missing[a], n_counted[a], key_base[a]
+        tab = table[table_start[a]:table_start[a + 1]]
         for k in range(starts.shape[0]):
             node = counts[k].reshape(-1)
             lo = starts[k]
             rows = order[lo:ends[k]]
             for t in range(ends[k] - lo):
                 i = np.uint64(lo + t) if direct else np.uint64(rows[t])
-                c = counted_slot(np.uint64(S[i, a]), sh, miss, nc)
+                c = counted_slot(np.uint64(S[i, a]), sh, miss, nc, kb, tab)
                 add_row(node, (base + c) * stride, y[i], 1.0 if unit else w[i], count_rows, n_classes)
 
 
@@ -183,11 +184,11 @@ class AvcPass:
     def _accumulate(self, state: AvcState, S, y, w, order, starts, ends) -> None:
         c = self.counted
         if len(self.grid):
-            accumulate_parts(S, y, order, starts, ends, self.attrs, self.group_offsets(), state.counts, c.shift,
-                             c.missing, c.n_counted, self.grid, numba.get_num_threads())
+            accumulate_parts(S, y, order, starts, ends, self.attrs, self.group_offsets(), state.counts,
+                             *c.kernel_args(), self.grid, numba.get_num_threads())
         else:
             accumulate(S, y, w, order, starts, ends, self.attrs, self.group_offsets(), state.counts, self.weighted,
-                       c.shift, c.missing, c.n_counted)
+                       *c.kernel_args())
 
     def new_state(self) -> AvcState:
         return AvcState(np.zeros((self.n_nodes, int(self.group_offsets()[-1]), self.n_channels)))

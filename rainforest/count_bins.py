@@ -9,36 +9,63 @@ distinct values is counted in bins of ``2**shift`` consecutive ranks (at most ``
 them, its missing slot after them), and the exact split is found from the bins plus the rows of
 the few bins that may hold a better one (:mod:`rainforest.exact_bins`, :mod:`rainforest.exact_gather`).
 
+A *keyed* attribute (:mod:`rainforest.value_keys`: slots are the values' keys, the profile did
+not keep its distinct values) is always counted in the bins of its :class:`KeyBins` table.
+
 Every other attribute keeps one counted slot per slot (``shift`` 0), so :class:`CountedSlots`
 leaves binned mode's and narrow attributes' AVC-groups as they were.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
 
 from .schema import NUMERIC, Schema
+from .value_keys import KeyBins
 
 #: exact mode counts a numeric attribute with more distinct values than this in this many bins at most
 EXACT_BINS = 1024
 
 
+_NO_TABLE = np.zeros(0, np.uint16)
+
+
 @dataclass(frozen=True)
 class CountedSlots:
     """Per attribute (``uint64`` arrays, for the counting kernels): ``shift`` (ranks ``2**shift`` to a
-    counted slot; 0: one counted slot per slot), ``missing`` (the rows' missing slot, the attribute's
-    ``n_slots``) and ``n_counted`` (counted slots, the missing one excluded)."""
+    counted slot, or keys to a range of a keyed attribute's table; 0: one counted slot per slot),
+    ``missing`` (the rows' missing slot, the attribute's ``n_slots``), ``n_counted`` (counted slots,
+    the missing one excluded), and for keyed attributes the :class:`rainforest.value_keys.KeyBins`
+    ``base`` and table (``table[table_start[a]:table_start[a + 1]]``, empty for the others)."""
 
     shift: np.ndarray
     missing: np.ndarray
     n_counted: np.ndarray
+    base: np.ndarray = None
+    table: np.ndarray = field(default_factory=lambda: _NO_TABLE)
+    table_start: np.ndarray = None
+
+    def __post_init__(self):
+        if self.base is None:
+            object.__setattr__(self, "base", np.zeros(len(self.shift), np.uint64))
+        if self.table_start is None:
+            object.__setattr__(self, "table_start", np.zeros(len(self.shift) + 1, np.int64))
+
+    @property
+    def keyed(self) -> np.ndarray:
+        """Per attribute, whether its slots are value keys counted through a table."""
+        return np.diff(self.table_start) > 0
 
     @property
     def binned(self) -> np.ndarray:
-        """Per attribute, whether it is counted in bins of ranks."""
-        return self.shift > 0
+        """Per attribute, whether it is counted in bins (of ranks, or of keys)."""
+        return (self.shift > 0) | self.keyed
+
+    def kernel_args(self) -> tuple:
+        """What the counting kernels take: ``shift, missing, n_counted, base, table, table_start``."""
+        return self.shift, self.missing, self.n_counted, self.base, self.table, self.table_start
 
     def offsets(self) -> np.ndarray:
         """Offset of each attribute's counted slots (its missing slot included) in an AVC-group."""
@@ -51,7 +78,13 @@ class CountedSlots:
     def of(self, a: int, slots: np.ndarray) -> np.ndarray:
         """The counted slots of attribute ``a``'s ``slots`` (numpy; :func:`counted_slot` in kernels)."""
         slots = np.asarray(slots, np.int64)
-        return np.where(slots == int(self.missing[a]), int(self.n_counted[a]), slots >> int(self.shift[a]))
+        missing = slots == int(self.missing[a])
+        if self.keyed[a]:
+            t = self.table[self.table_start[a]:self.table_start[a + 1]]
+            bins = KeyBins(int(self.base[a]), int(self.shift[a]), t).bins_of(np.where(missing, 0, slots))
+        else:
+            bins = slots >> int(self.shift[a])
+        return np.where(missing, int(self.n_counted[a]), bins)
 
 
 def group_offsets(offsets: np.ndarray, attrs: np.ndarray) -> np.ndarray:
@@ -62,19 +95,42 @@ def group_offsets(offsets: np.ndarray, attrs: np.ndarray) -> np.ndarray:
 
 def counted_slots(schema: Schema, max_bins: int | None = EXACT_BINS) -> CountedSlots:
     """The counted slots of ``schema``'s attributes: exact numeric attributes with more than ``max_bins``
-    slots in bins of ranks (``max_bins`` None or 0: none), every other one slot for slot."""
+    slots in bins of ranks (``max_bins`` None or 0: none), keyed attributes in their tables' bins
+    (always: they have no slot per value to count), every other one slot for slot."""
     n = np.array([a.n_slots for a in schema.attributes], np.int64)
-    exact = np.array([a.kind == NUMERIC and a.exact for a in schema.attributes], np.bool_)
+    keys = [a.keys if a.kind == NUMERIC else None for a in schema.attributes]
+    keyed = np.array([k is not None for k in keys], np.bool_)
+    exact = np.array([a.kind == NUMERIC and a.exact for a in schema.attributes], np.bool_) & ~keyed
     wide = exact & (n > max_bins) if max_bins else np.zeros(len(n), np.bool_)
     shift = np.zeros(len(n), np.int64)
     for a in np.flatnonzero(wide):
         while ((n[a] - 1) >> shift[a]) + 1 > max_bins:
             shift[a] += 1
     n_counted = np.where(shift > 0, ((n - 1) >> shift) + 1, n)
-    return CountedSlots(shift.astype(np.uint64), n.astype(np.uint64), n_counted.astype(np.uint64))
+    if not keyed.any():
+        return CountedSlots(shift.astype(np.uint64), n.astype(np.uint64), n_counted.astype(np.uint64))
+    base = np.zeros(len(n), np.uint64)
+    sizes = np.zeros(len(n), np.int64)
+    for a in np.flatnonzero(keyed):
+        shift[a], base[a], sizes[a], n_counted[a] = keys[a].shift, keys[a].base, len(keys[a].table), keys[a].n_bins
+    table = np.concatenate([_NO_TABLE] + [k.table for k in keys if k is not None]).astype(np.uint16)
+    return CountedSlots(shift.astype(np.uint64), n.astype(np.uint64), n_counted.astype(np.uint64), base, table,
+                        np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+
+
+_SIGN = np.uint64(1 << 63)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def counted_slot(s, shift, missing, n_counted):
-    """The counted slot of slot ``s`` (all ``uint64``): its bin of ranks, the missing slot after the bins."""
-    return n_counted if s == missing else s >> shift
+def counted_slot(s, shift, missing, n_counted, base, table):
+    """The counted slot of slot ``s`` (``s``, ``shift``, ``missing``, ``n_counted``, ``base``: ``uint64``):
+    the missing slot after the bins; else, with an empty ``table``, its bin of ranks ``s >> shift``,
+    and for a keyed attribute the bin ``table`` gives its range of keys (clamped to the table)."""
+    if s == missing:
+        return n_counted
+    if table.shape[0] == 0:
+        return s >> shift
+    u = s ^ _SIGN
+    c = (u - base) >> shift if u > base else np.uint64(0)
+    last = np.uint64(table.shape[0] - 1)
+    return np.uint64(table[c if c < last else last])

@@ -95,6 +95,9 @@ class ValueCounts:
         return len(self.node)
 
 
+NO_SLOT = np.iinfo(np.int64).min  # Refined.low/high of a slot whose values are not known, where they are slots
+
+
 @dataclass
 class Refined:
     """AVC-groups with their candidate bins expanded into one slot per distinct value.
@@ -102,7 +105,9 @@ class Refined:
     Node ``k``'s group is ``block[node_start[k]:node_start[k + 1]]``, its attributes at
     ``node_offsets[k]``; a slot's values run from ``low[i]`` to ``high[i]`` (one value for an
     expanded slot, the bin's range for a whole bin; NaN for categories and missing slots) and it
-    came from the binned group's slot ``origin[i]`` (the attribute's own slot numbering)."""
+    came from the binned group's slot ``origin[i]`` (the attribute's own slot numbering).  Where the
+    values are slots (ranks or value keys, integers), ``low`` and ``high`` hold slots, :data:`NO_SLOT`
+    where unknown."""
 
     block: np.ndarray
     node_start: np.ndarray
@@ -135,15 +140,17 @@ def refine(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | None, of
     np.cumsum(pos[:, -1], out=node_start[1:])
     at = node_start[:-1, None] + pos[:, :-1]  # the refined position of every binned slot
     block = np.zeros((int(node_start[-1]), n_channels))
-    low = np.full(len(block), np.nan)
-    high = np.full(len(block), np.nan)
+    # values or slots: integer slots (ranks, value keys) stay integers, NO_SLOT where unknown
+    integer = np.asarray(values.value).dtype.kind in "iu"
+    low = np.full(len(block), NO_SLOT if integer else np.nan, np.int64 if integer else np.float64)
+    high = low.copy()
     origin = np.empty(len(block), np.int64)
     whole = ~candidates
     block[at[whole]] = avc[whole]
     numeric = np.zeros(n_slots, np.bool_)
     for a in np.flatnonzero(np.asarray(kinds) == NUMERIC):
         numeric[offsets[a]:offsets[a + 1] - 1] = True
-    if vmin is not None:
+    if vmin is not None and not integer:
         bins = whole & numeric[None, :]
         low[at[bins]], high[at[bins]] = vmin[bins], vmax[bins]
     own = np.arange(n_slots) - offsets[np.searchsorted(offsets, np.arange(n_slots), side="right") - 1]
@@ -197,7 +204,8 @@ def refined_splits(refined: Refined, kinds: np.ndarray, n_classes: int, weighted
                 threshold = np.inf
             else:
                 base = refined.node_start[k] + refined.node_offsets[k, a]
-                threshold = float(midpoint(refined.high[base + left[k]], refined.low[base + right[k]]))
+                if refined.low.dtype.kind == "f":  # values (slots: the caller takes the values)
+                    threshold = float(midpoint(refined.high[base + left[k]], refined.low[base + right[k]]))
         out.append(ExactSplit(a, float(score[k]), threshold, int(n_branches[k]) if a >= 0 else 0, br,
                               int(left[k]), int(right[k]), bool(inf_thr[k])))
     return out
@@ -216,4 +224,5 @@ def boundary_targets(avc: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, n_
     return score
 
 
-__all__ = ["ValueCounts", "Refined", "ExactSplit", "boundary_targets", "candidate_mask", "refine", "refined_splits"]
+__all__ = ["NO_SLOT", "ValueCounts", "Refined", "ExactSplit", "boundary_targets", "candidate_mask", "refine",
+           "refined_splits"]

@@ -23,19 +23,18 @@ import pyarrow as pa
 from .avc import AvcPass, group_rows
 from .count_bins import counted_slot
 from .counting import add_row
-from .exact_bins import ValueCounts, boundary_targets, candidate_mask, refine, refined_splits
+from .exact_bins import NO_SLOT, ValueCounts, boundary_targets, candidate_mask, refine, refined_splits
 from .rows import RowBlock, descend
 from .schema import NUMERIC
 
-_RANK_BITS = 32  # a key is (node, counted slot) above, the rank (an int32 slot) below
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def _pick(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counted, group, out_group, out_rank,
-          out_y, out_w, at, fill):
+def _pick(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counted, key_base, table, table_start, group,
+          out_group, out_rank, out_y, out_w, at, fill):
     """The rows whose counted slot is a candidate at their node, per (attribute, node) pair and row
-    in row order: their candidate cell's number ``group[k, c]`` (-1: not a candidate), rank, class
-    and weight (``out_w`` empty when every weight is one).  With ``fill`` False, ``at[p + 1]``
+    in row order: their candidate cell's number ``group[k, c]`` (-1: not a candidate), slot (a rank
+    or a value key), class and weight (``out_w`` empty when every weight is one).  With ``fill`` False, ``at[p + 1]``
     becomes pair ``p``'s count (a block may be a whole spill partition: outputs sized for all its
     rows would cost more than this scan); with ``fill`` True pair ``p`` writes from ``at[p]``, so
     the pairs run in parallel and the output is the serial one."""
@@ -46,7 +45,8 @@ def _pick(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counte
         j = p // n_nodes
         k = p - j * n_nodes
         a = attrs[j]
-        if shift[a] == 0:
+        tab = table[table_start[a]:table_start[a + 1]]
+        if shift[a] == 0 and tab.shape[0] == 0:
             continue
         base = np.uint64(offsets[j])
         lo = starts[k]
@@ -55,11 +55,11 @@ def _pick(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counte
         for t in range(ends[k] - lo):
             i = lo + t if direct else order[lo + t]
             s = np.uint64(S[i, a])
-            g = cells[base + counted_slot(s, shift[a], missing[a], n_counted[a])]
+            g = cells[base + counted_slot(s, shift[a], missing[a], n_counted[a], key_base[a], tab)]
             if g >= 0:
                 if fill:
                     out_group[m] = g
-                    out_rank[m] = s
+                    out_rank[m] = S[i, a]
                     out_y[m] = y[i]
                     if not unit:
                         out_w[m] = w[i]
@@ -68,34 +68,38 @@ def _pick(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counte
             at[p + 1] = m
 
 
-def _picked(m: int, y: np.ndarray, weighted: bool) -> tuple:
-    """Arrays for ``m`` picked rows: candidate cell, rank (below ``2**_RANK_BITS``, as keys hold it),
-    class (in the type of the codes ``y``) and weight (none when all are one): 9 bytes a row unweighted."""
-    return np.empty(m, np.int32), np.empty(m, np.uint32), np.empty(m, y.dtype), np.empty(m if weighted else 0)
+def _picked(m: int, S: np.ndarray, y: np.ndarray, weighted: bool) -> tuple:
+    """Arrays for ``m`` picked rows: candidate cell, slot (in the type of the slots ``S``: a rank, or a
+    value key), class (in the type of the codes ``y``) and weight (none when all are one): 9 bytes a
+    row unweighted with ranks of up to 32 bits, 13 with keys."""
+    return np.empty(m, np.int32), np.empty(m, S.dtype), np.empty(m, y.dtype), np.empty(m if weighted else 0)
 
 
-@numba.njit(cache=True, nogil=True)
-def _sum_cells(group, rank, cls, weight, high, first, span, n_channels, count_rows):
-    """The cells of picked rows: sorted keys ``(high[g] << 32) | rank`` and their class counts, each
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _sum_cells(group, rank, cls, weight, first, span, n_channels, count_rows):
+    """The cells of picked rows: ``(cell, slot)`` pairs in order, unique, and their class counts, each
     cell's rows added in row order (:func:`rainforest.counting.add_row`).  A stable counting sort by
-    candidate cell, then per cell a scratch row per rank of its bin (``first[g]`` up to ``span[g]``
-    ranks): linear in the rows, where a sort of their keys was not."""
-    n, n_groups = group.shape[0], high.shape[0]
+    candidate cell, then per cell of a bin of ranks a scratch row per rank (``first[g]`` up to
+    ``span[g]`` ranks: linear in the rows, where a sort was not), and per cell of a keyed bin
+    (``span[g]`` 0: its keys could be any) a stable sort of its rows by key, cells on threads."""
+    n, n_groups = group.shape[0], first.shape[0]
     start = np.zeros(n_groups + 1, np.int64)
     for i in range(n):
         start[group[i] + 1] += 1
     for g in range(n_groups):
         start[g + 1] += start[g]
     at = start[:-1].copy()
-    order = np.empty(n, np.int64)
+    order = np.empty(n, np.int32)  # a read picks fewer than 2**31 rows (gather_groups' room)
     for i in range(n):
         order[at[group[i]]] = i
         at[group[i]] += 1
     width = max(span.max(), 1) if n_groups else 1
     mark = np.zeros(width, np.bool_)
     touched = np.empty(width, np.int64)
-    n_cells = 0  # first the distinct ranks, to size the output
+    n_distinct = np.zeros(n_groups + 1, np.int64)  # first each cell's distinct slots, to size the output
     for g in range(n_groups):
+        if span[g] == 0:
+            continue
         nt = 0
         for t in range(start[g], start[g + 1]):
             r = rank[order[t]] - first[g]
@@ -105,14 +109,32 @@ def _sum_cells(group, rank, cls, weight, high, first, span, n_channels, count_ro
                 nt += 1
         for u in range(nt):
             mark[touched[u]] = False
-        n_cells += nt
-    keys = np.empty(n_cells, np.int64)
-    counts = np.zeros((n_cells, n_channels))
+        n_distinct[g + 1] = nt
+    for g in numba.prange(n_groups):
+        if span[g] != 0 or start[g + 1] == start[g]:
+            continue
+        seg = order[start[g]:start[g + 1]]
+        keys = rank[seg]
+        if keys.min() == keys.max():  # one value (a heavy value's own bin): nothing to sort
+            n_distinct[g + 1] = 1
+            continue
+        by_key = np.argsort(keys, kind="mergesort")  # stable: equal keys keep their row order
+        order[start[g]:start[g + 1]] = seg[by_key]
+        nt = 1
+        for t in range(start[g] + 1, start[g + 1]):
+            nt += rank[order[t]] != rank[order[t - 1]]
+        n_distinct[g + 1] = nt
+    for g in range(n_groups):
+        n_distinct[g + 1] += n_distinct[g]
+    cell = np.empty(n_distinct[-1], np.int32)
+    slot = np.empty(n_distinct[-1], rank.dtype)
+    counts = np.zeros((n_distinct[-1], n_channels))
     scratch = np.zeros((width, n_channels))
     unit = weight.shape[0] == 0
     rows_channel = n_channels - 1
-    m = 0
     for g in range(n_groups):
+        if span[g] == 0:
+            continue
         nt = 0
         for t in range(start[g], start[g + 1]):
             i = order[t]
@@ -123,30 +145,48 @@ def _sum_cells(group, rank, cls, weight, high, first, span, n_channels, count_ro
                 nt += 1
             add_row(scratch[r], 0, cls[i], 1.0 if unit else weight[i], count_rows, rows_channel)
         ranks = np.sort(touched[:nt])
+        m = n_distinct[g]
         for u in range(nt):
             r = ranks[u]
-            keys[m] = (high[g] << _RANK_BITS) | (first[g] + r)
+            cell[m] = g
+            slot[m] = first[g] + r
             counts[m] = scratch[r]
             scratch[r] = 0.0
             mark[r] = False
             m += 1
-    return keys, counts
+    for g in numba.prange(n_groups):
+        if span[g] != 0:
+            continue
+        m = n_distinct[g] - 1
+        for t in range(start[g], start[g + 1]):
+            i = order[t]
+            if t == start[g] or rank[i] != rank[order[t - 1]]:
+                m += 1
+                cell[m] = g
+                slot[m] = rank[i]
+            add_row(counts[m], 0, cls[i], 1.0 if unit else weight[i], count_rows, rows_channel)
+    return cell, slot, counts
 
 
-def _union(keys_a, counts_a, keys_b, counts_b) -> tuple[np.ndarray, np.ndarray]:
-    """Cells of two states added key by key (``a``'s first: ``0 + a + b`` is ``a + b``, as AVC-groups merge)."""
-    keys = np.union1d(keys_a, keys_b)
-    counts = np.zeros((len(keys), counts_a.shape[1]))
-    counts[np.searchsorted(keys, keys_a)] += counts_a  # keys are unique in each: no cell is indexed twice
-    counts[np.searchsorted(keys, keys_b)] += counts_b
-    return keys, counts
+def _union(cell_a, slot_a, counts_a, cell_b, slot_b, counts_b) -> tuple:
+    """Cells of two states added cell by cell (``a``'s first: ``0 + a + b`` is ``a + b``, as AVC-groups
+    merge); each state's ``(cell, slot)`` pairs are unique and in order."""
+    cell, slot = np.concatenate([cell_a, cell_b]), np.concatenate([slot_a, slot_b])
+    by = np.lexsort((slot, cell))  # stable: of two equal pairs, a's comes first
+    cell, slot, counts = cell[by], slot[by], np.concatenate([counts_a, counts_b])[by]
+    new = np.ones(len(cell), np.bool_)
+    new[1:] = (cell[1:] != cell[:-1]) | (slot[1:] != slot[:-1])
+    out = counts[new]
+    twice = np.flatnonzero(~new)  # the second of a pair: b's, added to a's
+    out[np.cumsum(new)[twice] - 1] += counts[twice]
+    return cell[new], slot[new], out
 
 
 @dataclass(frozen=True)
 class CandidateCells:
     """A read's candidate cells, numbered in key order: cell ``g`` is slot ``high[g] % n_slots`` of
     node ``high[g] // n_slots``; its ranks are ``first[g]`` up to ``first[g] + span[g]`` (a bin of
-    ``2**shift`` ranks, or the one missing rank)."""
+    ``2**shift`` ranks, or the one missing rank; ``span`` 0: a bin of value keys, any of them)."""
 
     number: np.ndarray  # (n_nodes, n_slots): a candidate's cell number, -1 elsewhere
     high: np.ndarray
@@ -165,17 +205,20 @@ class CandidateCells:
         missing = b == c.n_counted[a]
         first = np.where(missing, c.missing[a], b << c.shift[a]).astype(np.int64)
         span = np.where(missing, 1, np.uint64(1) << c.shift[a]).astype(np.int64)
+        span[c.keyed[a] & ~missing] = 0  # a bin of keys: its slots are summed by sorting them
         return cls(number, high.astype(np.int64), first, span)
 
 
 @dataclass
 class ValueState:
-    """The value cells summed so far (sorted unique ``keys``, their ``(n, n_channels)`` ``counts``) and
-    the rows picked since (``pending``: per block, candidate cell, rank, class and weight arrays, in
-    row order), which :meth:`settle` sums: once per read, not once per batch.  ``cells``: the read's
+    """The value cells summed so far (unique ``(cell, slot)`` pairs in order: a candidate cell's number
+    and a rank or value key in it; their ``(n, n_channels)`` ``counts``) and the rows picked since
+    (``pending``: per block, candidate cell, slot, class and weight arrays, in row order), which
+    :meth:`settle` sums: once per read, not once per batch.  ``cells``: the read's
     :class:`CandidateCells`."""
 
-    keys: np.ndarray
+    cell: np.ndarray
+    slot: np.ndarray
     counts: np.ndarray
     weighted: bool
     cells: CandidateCells
@@ -183,7 +226,7 @@ class ValueState:
 
     @classmethod
     def empty(cls, n_channels: int, weighted: bool, cells: CandidateCells) -> "ValueState":
-        return cls(np.zeros(0, np.int64), np.zeros((0, n_channels)), weighted, cells)
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, n_channels)), weighted, cells)
 
     def settle(self) -> "ValueState":
         """Sum the pending rows into cells (each cell's rows in row order, by
@@ -194,11 +237,10 @@ class ValueState:
             return self
         group, rank, cls, weight = self._joined()
         cells = self.cells
-        keys, counts = _sum_cells(group, rank, cls, weight, cells.high, cells.first, cells.span,
-                                  self.counts.shape[1], self.weighted)
-        if len(self.keys):
-            keys, counts = _union(self.keys, self.counts, keys, counts)
-        self.keys, self.counts = keys, counts
+        summed = _sum_cells(group, rank, cls, weight, cells.first, cells.span, self.counts.shape[1], self.weighted)
+        if len(self.cell):
+            summed = _union(self.cell, self.slot, self.counts, *summed)
+        self.cell, self.slot, self.counts = summed
         return self
 
     def _joined(self) -> tuple:
@@ -216,10 +258,10 @@ class ValueState:
         return out
 
     def value_counts(self, n_slots: int) -> ValueCounts:
-        """The cells as :class:`rainforest.exact_bins.ValueCounts` (node, counted slot of ``n_slots``, rank)."""
+        """The cells as :class:`rainforest.exact_bins.ValueCounts` (node, counted slot of ``n_slots``, slot)."""
         self.settle()
-        high = self.keys >> _RANK_BITS
-        return ValueCounts(high // n_slots, high % n_slots, self.keys & ((1 << _RANK_BITS) - 1), self.counts)
+        high = self.cells.high[self.cell]
+        return ValueCounts(high // n_slots, high % n_slots, self.slot.astype(np.int64), self.counts)
 
 
 @dataclass
@@ -282,13 +324,12 @@ class ValuePass:
 
     def _add(self, state, S, y, w, order, starts, ends) -> ValueState:
         task, c = self.level, self.level.counted
-        args = (S, y, w, order, starts, ends, task.attrs, task.group_offsets(), c.shift, c.missing, c.n_counted,
-                self.cells.number)
+        args = (S, y, w, order, starts, ends, task.attrs, task.group_offsets(), *c.kernel_args(), self.cells.number)
         at = np.zeros(len(task.attrs) * len(starts) + 1, np.int64)
-        _pick(*args, *_picked(0, y, False), at, False)
+        _pick(*args, *_picked(0, S, y, False), at, False)
         np.cumsum(at, out=at)
         if at[-1]:
-            out = _picked(int(at[-1]), y, len(w) > 0)
+            out = _picked(int(at[-1]), S, y, len(w) > 0)
             _pick(*args, *out, at, True)
             state.pending.append(out)
         return state
@@ -297,9 +338,9 @@ class ValuePass:
         """``b``'s cells added to ``a``'s, as two AVC-groups merge."""
         a.settle()
         b.settle()
-        if len(b.keys) == 0 or len(a.keys) == 0:
-            return b if len(a.keys) == 0 else a
-        return ValueState(*_union(a.keys, a.counts, b.keys, b.counts), a.weighted, a.cells)
+        if len(b.cell) == 0 or len(a.cell) == 0:
+            return b if len(a.cell) == 0 else a
+        return ValueState(*_union(a.cell, a.slot, a.counts, b.cell, b.slot, b.counts), a.weighted, a.cells)
 
 
 def candidate_bins_of(avc, offsets, kinds, binned, n_classes, weighted, criterion, params, min_weight_leaf,
@@ -316,11 +357,16 @@ def candidate_bins_of(avc, offsets, kinds, binned, n_classes, weighted, criterio
     return candidates
 
 
-def picked_row_bytes(weighted: bool) -> int:
+def picked_row_bytes(weighted: bool, keyed: bool = False, n_channels: int = 0) -> int:
     """Bytes the gathering holds per picked row at its peak: the pending arrays and their joined copy
     (cell, rank, class: 9 bytes; 17 weighted) and the counting sort's order (8).  The summed cells are
-    at most one a row, and usually far fewer."""
-    return 2 * (9 + (8 if weighted else 0)) + 8
+    at most one a row, for bins of ranks usually far fewer.  With value keys (8 bytes, not 4) the pending
+    arrays are joined, then summed: the joined rows, their order (4) and the cells (cell 4, key 8 and
+    ``n_channels`` counts: continuous columns' keys are mostly distinct, so a cell a row)."""
+    if not keyed:
+        return 2 * (9 + (8 if weighted else 0)) + 8
+    picked = 13 + (8 if weighted else 0)  # cell, key, class (and weight)
+    return max(2 * picked, picked + 4 + 12 + 8 * n_channels)  # joined, order, cells (cell, key, counts)
 
 
 def gather_groups(avc, candidates, n_classes: int, weighted: bool, positions: np.ndarray,
@@ -405,7 +451,7 @@ def _chunk_splits(avc, candidates, values, offsets, kinds, binned, n_classes, we
             left_rank, right_rank = sp.left, sp.right
         else:  # the ranks either side of the threshold: values of candidate bins, by construction
             left_rank, right_rank = refined.high[lo + sp.left], refined.low[lo + sp.right]
-            if np.isnan(left_rank) or np.isnan(right_rank):
+            if left_rank == NO_SLOT or right_rank == NO_SLOT:
                 raise AssertionError("an exact threshold beside a bin whose values were not gathered")
         # copies: a view would keep the chunk's whole refined block alive as long as the split is
         out.append((sp.score, a, int(left_rank), int(right_rank), sp.inf_threshold, sp.n_branches,

@@ -29,7 +29,7 @@ from .meter import PassMeter  # noqa: F401  (re-exported: the pass meter of grow
 from .nodes import Nodes
 from .plan import (attribute_groups, counted_slots_for, families, families_to_pull, group_bytes, lead_of,
                    pack_families, spilled_loads)
-from .rows import KeptRows, label_dtype, row_bytes, slot_dtype, stores_weights
+from .rows import KeptRows, column_dtypes, label_dtype, row_bytes, slot_dtype, stores_weights
 from .rules import branch_totals, depth_limit, node_criterion, node_totals, split_outcome
 from .schema import Schema
 from .spill import Spill, room_for, spilled_bytes
@@ -172,7 +172,8 @@ class _Growth:
             if params.hybrid and self.local else 0
         self.counted = counted_slots_for(supply, schema, params, class_weight, self.count_channels, avc_budget,
                                          self.memory_rows)
-        self.gather_rows = (budget_bytes // 4) // picked_row_bytes(self.weighted)  # exact_gather.gather_groups
+        self.gather_rows = (budget_bytes // 4) // picked_row_bytes(  # exact_gather.gather_groups
+            self.weighted, bool(self.counted.keyed.any()), self.count_channels)
         self.binned = self.counted.binned
         self.offsets = self.counted.offsets()  # of the counted slots in an AVC-group
         self.slot_offsets = schema.slot_offsets()  # of the slots rows hold: the lead attribute is chosen by them
@@ -370,7 +371,7 @@ class _Growth:
                     slot_dtype(self.schema), label_dtype(self.schema.label), self.row_weights)
             if level.write and not from_memory:
                 if supply.spill is None:
-                    supply.spill = Spill(self.params.spill_dir, self.n_attr)
+                    supply.spill = Spill(self.params.spill_dir, self.n_attr, column_dtypes(self.schema))
                 part_of_node = np.full(len(nodes.feature), -1, np.int64)
                 for cj, c in enumerate(level.chunks):
                     for n in (n for g in c for n in g):

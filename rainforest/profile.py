@@ -23,6 +23,8 @@ from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
                      check_numeric_target, check_weight_total, lower_bound, numeric_values, plain_numbers, present_rows)
 from .target_parts import target_grid
+from .count_bins import EXACT_BINS
+from .value_keys import key_bins
 from .threads import run_ranges
 
 @dataclass
@@ -38,6 +40,18 @@ class ProfileTask:
     sample_rows: int = 200_000
     seed: int = 0
     regression: bool = False  # the target is a number to predict (its range is kept), not a class
+    # exact mode: a numeric column with more distinct values than this keeps none of them; its rows are
+    # encoded as value keys, counted in bins from the sample (rainforest.value_keys). None: keep them all
+    key_cap: int | None = None
+
+    @property
+    def sampled(self) -> bool:
+        """Whether numeric columns are sampled (binned mode; exact mode where a column may be keyed)."""
+        return not self.exact or self.key_cap is not None
+
+    def _cap(self) -> int | None:
+        """Distinct values a numeric column keeps at most (None: all)."""
+        return self.key_cap if self.exact else self.max_bins
 
     @property
     def numeric(self) -> list[str]:
@@ -65,7 +79,7 @@ class ProfileTask:
         n = batch.num_rows
         self._update_label(p, batch.column(self.target))
         h = chosen = None
-        if not self.exact:  # hash first: only rows that can enter the sample are copied
+        if self.sampled:  # hash first: only rows that can enter the sample are copied
             h = row_hash(rows, self.seed)
             chosen = np.flatnonzero(h < p.hash_limit) if p.hash_limit is not None else None
             at = self._reserve(p, n if chosen is None else len(chosen))
@@ -94,11 +108,16 @@ class ProfileTask:
                     distinct_jobs.append((cp, ok, col.type))
                 else:  # only whether there are at most max_bins distinct values matters
                     cp.distinct = few_distinct(cp.distinct, _integer_distinct(ok, col.type), self.max_bins)
-            if not self.exact:
+            if self.sampled:
                 p.sample[at:p.n_sample, j] = x if chosen is None else x[chosen]
             j += 1
         run_ranges(len(distinct_jobs), lambda lo, hi: [_add_distinct(*job) for job in distinct_jobs[lo:hi]])
-        if not self.exact and p.n_sample > 2 * self.sample_rows:
+        if self.key_cap is not None:
+            for cp, _, _ in distinct_jobs:  # pending parts repeat values: merged before a column is keyed
+                if len(cp.distinct) + sum(len(u) for u in cp.pending) > self.key_cap \
+                        and len(cp.distinct_values()) > self.key_cap:
+                    cp.distinct, cp.pending = None, []  # keyed from here on: the sample gives its bins
+        if self.sampled and p.n_sample > 2 * self.sample_rows:
             self._prune(p)
         return p
 
@@ -176,7 +195,7 @@ class ProfileTask:
         buffers cut to the rows they hold (they are allocated for twice that, and more): the pickled
         profile of a partition of 500,000 Agrawal rows went from 53 MB to 16 MB.  The same profile,
         smaller."""
-        if not self.exact:
+        if self.sampled:
             self._prune(p)
         if len(p.sample_hash) > p.n_sample:
             p.sample_hash, p.sample = p.sample_hash[:p.n_sample].copy(), np.asfortranarray(p.held_sample())
@@ -206,7 +225,8 @@ class ProfileTask:
             else:
                 ca.pending.extend([cb.distinct] + cb.pending)
                 ca.distinct_values()
-                if not self.exact and len(ca.distinct) > self.max_bins:
+                cap = self._cap()
+                if cap is not None and len(ca.distinct) > cap:
                     ca.distinct = None
         if b.n_sample:
             self._prune(b)
@@ -243,6 +263,9 @@ class ProfileTask:
                 raise DataError(f"column {name!r} of {self.where} is entirely null; drop it from the features")
             if cp.kind == CATEGORICAL:
                 attributes.append(Attribute(name, CATEGORICAL, categories=_sorted_values(cp.counts, name)))
+            elif self.exact and cp.distinct is None:
+                col = sample[:, numeric_index[name]]
+                attributes.append(Attribute(name, NUMERIC, exact=True, keys=key_bins(col[~np.isnan(col)], EXACT_BINS)))
             elif self.exact:
                 attributes.append(Attribute(name, NUMERIC, exact=True, cuts=cp.distinct_values()))
             elif cp.distinct is not None:

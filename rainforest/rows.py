@@ -1,8 +1,8 @@
 """Encoded rows: the compact form in which growth counts, keeps and spills rows.
 
 A row becomes its *slots*: per attribute the index of its value's AVC slot
-(a bin, an exact value's rank, a category code; the attribute's last slot is
-"missing"), its class code, its weight (omitted when all weights are one)
+(a bin, an exact value's rank or key (:mod:`rainforest.value_keys`), a category code; the
+attribute's last slot is "missing"), its class code, its weight (omitted when all weights are one)
 and the tree node it has reached.  Slots take one byte per attribute in
 binned mode, so rows kept in memory (RF-Hybrid) or written to the spill
 folder (RF-Write) cost a fraction of their decoded size, and every later
@@ -25,15 +25,28 @@ import pyarrow as pa
 
 from .partition import cut_blocks, place
 from .schema import NUMERIC, Schema, numeric_values, plain_numbers, present_rows, slot_of
+from .value_keys import key_slots
 
 
 def slot_dtype(schema: Schema) -> np.dtype:
-    """The narrowest unsigned type holding every attribute's slots (missing slot included)."""
+    """The narrowest unsigned type holding every attribute's slots (missing slot included); int64 where
+    an attribute is keyed (:mod:`rainforest.value_keys`: keys are signed, ordered as int64)."""
+    if any(a.keys is not None for a in schema.attributes if a.kind == NUMERIC):
+        return np.dtype(np.int64)
     most = max(a.n_slots for a in schema.attributes)  # the missing slot's index
     for dt in (np.uint8, np.uint16, np.uint32):
         if most <= np.iinfo(dt).max:
             return np.dtype(dt)
     return np.dtype(np.uint64)  # pragma: no cover - more than 4 billion distinct values
+
+
+def column_dtypes(schema: Schema) -> list[np.dtype]:
+    """Per attribute, the narrowest type holding its own slots: how the spill folder stores each
+    column (rows in memory hold every column in :func:`slot_dtype`, which a keyed attribute widens
+    to int64 for all)."""
+    return [np.dtype(np.int64) if a.kind == NUMERIC and a.keys is not None else
+            next(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64) if a.n_slots <= np.iinfo(t).max)
+            for a in schema.attributes]
 
 
 REGROUP_ROWS = 1 << 14  # rows of a thread's task (at least) when kept rows move down a level
@@ -117,6 +130,9 @@ def attribute_slots(schema: Schema, j: int, column, out: np.ndarray) -> None:
         out[:] = a.category_slots(column)
         return
     x = plain_numbers(column)
+    if a.keys is not None:
+        key_slots(x, out)
+        return
     integers = schema.integer_tables()[j]
     cuts, cut_offsets, lut_lo, lut_scale, lut, lut_offsets = schema.slot_tables()
     c = cuts[cut_offsets[j]:cut_offsets[j + 1]]

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from .errors import DataError
 from .profile_data import midpoint
 from .split_scores import REGRESSION_CHANNELS
+from .value_keys import KEY_MISSING, KeyBins, value_of_key
 
 NUMERIC = 0
 CATEGORICAL = 1
@@ -98,7 +99,8 @@ class Attribute:
 
     ``cuts`` for numeric attributes are the sorted exact values (exact mode)
     or the bin edges (binned mode); a value's slot is
-    ``searchsorted(cuts, x, "left")``.  ``categories`` for categorical
+    ``searchsorted(cuts, x, "left")``.  An exact attribute whose distinct values the profile did not
+    keep has ``keys`` instead (:class:`rainforest.value_keys.KeyBins`): a value's slot is its key.  ``categories`` for categorical
     attributes are the sorted values seen in training; a value's code is its
     index there, unknown values get ``len(categories)``.
     """
@@ -108,16 +110,22 @@ class Attribute:
     exact: bool = True
     cuts: np.ndarray = field(default_factory=lambda: np.empty(0))
     categories: list = field(default_factory=list)
+    keys: KeyBins | None = None
 
     @property
     def n_slots(self) -> int:
-        """Value slots, not counting the trailing missing-value slot."""
+        """Value slots, not counting the trailing missing-value slot (a keyed attribute's: its missing
+        slot, above every key)."""
         if self.kind == CATEGORICAL:
             return len(self.categories)
+        if self.keys is not None:
+            return KEY_MISSING
         return len(self.cuts) if self.exact else len(self.cuts) + 1
 
     def threshold(self, left_slot: int, right_slot: int) -> float:
         """The numeric threshold between the last slot going left and the first going right."""
+        if self.keys is not None:
+            return float(midpoint(value_of_key(left_slot), value_of_key(right_slot)))
         if self.exact:
             return float(midpoint(float(self.cuts[left_slot]), float(self.cuts[right_slot])))
         return float(self.cuts[left_slot])
@@ -244,6 +252,9 @@ class Label:
         return idx.to_numpy(zero_copy_only=False).astype(np.int32)
 
 
+NO_DENSE_SLOTS = 1 << 40  # a keyed attribute's slots, as dense AVC-group offsets count them
+
+
 @dataclass
 class Schema:
     """Attributes in model order, the label, and an optional weight column."""
@@ -266,8 +277,10 @@ class Schema:
         return np.array([a.kind for a in self.attributes], dtype=np.int8)
 
     def slot_offsets(self) -> np.ndarray:
-        """Offset of each attribute's slots (its missing slot included) in an AVC-group."""
-        sizes = np.array([a.n_slots + 1 for a in self.attributes], dtype=np.int64)
+        """Offset of each attribute's slots (its missing slot included) in an AVC-group.  (A keyed
+        attribute has no slot per value: it counts as :data:`NO_DENSE_SLOTS`, more than any AVC-group
+        could hold, so the offsets still order the attributes by their slots.)"""
+        sizes = np.array([min(a.n_slots + 1, NO_DENSE_SLOTS) for a in self.attributes], dtype=np.int64)
         return np.concatenate([[0], np.cumsum(sizes)])
 
     def slot_tables(self) -> tuple:

@@ -33,14 +33,14 @@ import numpy as np
 
 from rainforest.storage.scratch import scratch_folder, swap_in
 from .meter import log
-from .rows import RowBlock, label_dtype, slot_dtype
+from .rows import RowBlock, column_dtypes, label_dtype
 from .schema import Schema
 from .signals import termination_as_interrupt
 
 def spilled_bytes(n_rows: int, schema: Schema, weighted: bool) -> int:
     """Bytes that ``n_rows`` encoded rows take in the spill folder: slots, class code, weight when
     not all one, node."""
-    per_row = len(schema.attributes) * slot_dtype(schema).itemsize + label_dtype(schema.label).itemsize
+    per_row = sum(t.itemsize for t in column_dtypes(schema)) + label_dtype(schema.label).itemsize
     return n_rows * (per_row + (8 if weighted else 0) + 4)
 
 
@@ -73,14 +73,18 @@ class Spill:
         Where the folder is made (``tempfile``'s default when None).
     n_attributes : int
         Slot columns per row.
+    column_types : list of numpy dtypes, optional
+        How each slot column is stored (:func:`rainforest.rows.column_dtypes`: its own narrowest type,
+        where rows in memory hold all columns in the widest); the rows' own type when None.
     """
 
-    def __init__(self, parent: str | None, n_attributes: int):
+    def __init__(self, parent: str | None, n_attributes: int, column_types: list | None = None):
         self._signals = contextlib.ExitStack()  # closed by remove(): the handlers live as long as the folder
         self._signals.enter_context(termination_as_interrupt(only_default=True))
         self.root = scratch_folder(parent)
         log.info("rows spilled to %s", self.root)
         self.n_attributes = n_attributes
+        self.column_types = column_types
         self.generation = -1
         self.parts: set[int] = set()  # partitions of the current generation
         self._records: dict[int, list[int]] = {}  # partition -> rows of each record, in file order
@@ -114,14 +118,20 @@ class Spill:
             g = self.generation + 1
             files = self._writing[p] = (open(self._file(g, p, "rows"), "wb"), open(self._file(g, p, "node"), "wb"), [])
         data, node, sizes = files
+        written = 0
         for j in range(rows.S.shape[1]):
-            data.write(np.ascontiguousarray(rows.S[:, j]).data)
+            column = np.ascontiguousarray(rows.S[:, j], self._column_type(j))
+            data.write(column.data)
+            written += column.nbytes
         data.write(np.ascontiguousarray(rows.y).data)
         if len(rows.w):
             data.write(np.ascontiguousarray(rows.w, "<f8").data)
         node.write(np.ascontiguousarray(rows.node, "<i4").data)
         sizes.append(len(rows))
-        self.bytes_written += rows.S.nbytes + rows.y.nbytes + rows.w.nbytes + 4 * len(rows)
+        self.bytes_written += written + rows.y.nbytes + rows.w.nbytes + 4 * len(rows)
+
+    def _column_type(self, j: int) -> np.dtype:
+        return self._layout[0] if self.column_types is None else self.column_types[j]
 
     def commit(self) -> None:
         """Close the new generation's files, make it current and delete the previous one."""
@@ -166,15 +176,25 @@ class Spill:
                     block = RowBlock(np.empty((n, self.n_attributes), slot_type, order="F"), np.empty(n, class_type),
                                      np.empty(n if weighted else 0, "<f8"), np.empty(n, "<i4"))
                     at = 0
+                    narrow = {}  # a column stored narrower than the rows hold it: read, then widened
                     for m in sizes[r:k]:
                         for j in range(self.n_attributes):
-                            _fill(data, block.S[at:at + m, j])
+                            t = self._column_type(j)
+                            if t == slot_type:
+                                _fill(data, block.S[at:at + m, j])
+                            else:
+                                buf = narrow.get(t)
+                                if buf is None or len(buf) < m:
+                                    buf = narrow[t] = np.empty(max(m, 1 << 16), t)
+                                _fill(data, buf[:m])
+                                block.S[at:at + m, j] = buf[:m]
                         _fill(data, block.y[at:at + m])
                         if weighted:
                             _fill(data, block.w[at:at + m])
                         at += m
                     _fill(nodes, block.node)
-                    self.bytes_read += block.nbytes
+                    self.bytes_read += block.nbytes - block.S.nbytes + n * sum(
+                        self._column_type(j).itemsize for j in range(self.n_attributes))
                     yield block
                     if routed is not None:
                         routed.write(block.node.data)

@@ -92,7 +92,8 @@ def add_weighted_parts(cells, cell, parts, m):
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def accumulate_parts(S, y, order, starts, ends, attrs, offsets, counts, shift, missing, n_counted, grid, n_threads):
+def accumulate_parts(S, y, order, starts, ends, attrs, offsets, counts, shift, missing, n_counted, key_base, table,
+                     table_start, grid, n_threads):
     """:func:`rainforest.avc.accumulate` for a regressor's raw cells (unit weights): each row's parts
     (:func:`split_target`) are computed once and added, with one row, to its cell of every counted
     attribute.  Threads take pieces of the nodes' rows: a whole node into its own cells, or a share of
@@ -138,10 +139,11 @@ def accumulate_parts(S, y, order, starts, ends, attrs, offsets, counts, shift, m
             for j in range(attrs.shape[0]):
                 a = np.uint64(attrs[j])
                 base = np.uint64(offsets[j])
-                sh, miss, nc = shift[a], missing[a], n_counted[a]
+                sh, miss, nc, kb = shift[a], missing[a], n_counted[a], key_base[a]
+                tab = table[table_start[a]:table_start[a + 1]]
                 for t in range(m):
                     i = np.uint64(b0 + t) if direct else np.uint64(order[b0 + t])
-                    cell = (base + counted_slot(np.uint64(S[i, a]), sh, miss, nc)) * stride
+                    cell = (base + counted_slot(np.uint64(S[i, a]), sh, miss, nc, kb, tab)) * stride
                     cells[cell] += parts[t, 0]
                     cells[cell + 1] += parts[t, 1]
                     cells[cell + 2] += parts[t, 2]

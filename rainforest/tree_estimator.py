@@ -20,7 +20,7 @@ from .model_file import json_number, params_from_json, write_model
 from .pruning import cost_complexity_path, cost_complexity_prune
 from .threads import numba_threads
 from .tree import Tree
-from .tree_setup import batch_size_for, class_weights, grow_params, profile_pass
+from .tree_setup import batch_size_for, class_weights, grow_params, profile_pass, value_key_cap
 
 __all__ = ["TreeEstimator"]
 
@@ -37,7 +37,8 @@ class TreeEstimator:
             budget = parse_bytes(self.memory_budget)
             data = run.data
             batch_size = batch_size_for(self, budget, len(data.features))
-            schema, profile = profile_pass(self, data, run.kinds, batch_size, self.random_state or 0)
+            schema, profile = profile_pass(self, data, run.kinds, batch_size, self.random_state or 0,
+                                           value_key_cap(self, data))
             class_weight = class_weights(getattr(self, "class_weight", None), schema.label.classes,
                                          profile.label_counts, profile.n_rows)
             n_rows = profile.n_rows

@@ -22,19 +22,43 @@ def batch_size_for(est, budget: int, n_features: int) -> int:
     return est.batch_size or int(min(1 << 18, max(1024, budget // 4 // row_bytes)))
 
 
-def profile_pass(est, data, kinds: dict, batch_size: int, seed: int):
+def profile_pass(est, data, kinds: dict, batch_size: int, seed: int, key_cap: int | None = None):
     """The profiling pass: the schema (classes or a regressor's target range, categories, cuts) and what it
     counted.
 
     Numeric attributes with more than ``est.max_bins`` distinct values get bin edges from a sample
-    of ``est.sample_size`` rows, drawn by a hash of the row number with ``seed``.
+    of ``est.sample_size`` rows, drawn by a hash of the row number with ``seed``.  In exact mode, those
+    with more than ``key_cap`` distinct values (:func:`value_key_cap`) are keyed, their bins from the
+    same sample.
     """
     task = ProfileTask(kinds, data.target, data.weight, data.source.description, exact=est.max_bins is None,
                        max_bins=est.max_bins or 0, sample_rows=est.sample_size, seed=int(seed),
-                       regression=getattr(est, "_regression", False))
+                       regression=getattr(est, "_regression", False), key_cap=key_cap)
     columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
     profile = data.source.run_pass(task, columns, batch_size)
     return task.schema(profile), profile
+
+
+#: exact mode: a column with more distinct values than this is keyed (rainforest.value_keys) where allowed
+KEY_CAP = 1 << 20
+
+
+def value_key_cap(est, data) -> int | None:
+    """How many distinct values an exact tree's profile keeps of a numeric column before it keys the
+    column instead (:mod:`rainforest.value_keys`): :data:`KEY_CAP` where growth counts such columns in bins and
+    gathers the values of the few that matter (:func:`rainforest.plan.counted_slots_for`): a
+    classifier, unit weights (no weight column, no ``class_weight``: other weights' sums depend on
+    their order, so those trees count one slot per value), rows that a level reads again cheaply
+    (``algorithm`` ``"hybrid"`` or ``"write"``; not SQL rows kept in the database).  Else None: every
+    distinct value is kept, as the one-slot-per-value counting needs."""
+    source = data.source
+    if est.max_bins is not None or getattr(est, "_regression", False) or data.weight is not None \
+            or getattr(est, "class_weight", None) is not None \
+            or getattr(est, "algorithm", "hybrid") not in ("hybrid", "write") \
+            or (getattr(source, "transfer_mode", None) is not None and getattr(source, "distributed", False)) \
+            or not GrowParams().exact_bins:  # growth told to count one slot per value (exact_bins=0)
+        return None
+    return KEY_CAP
 
 
 def class_weights(class_weight, classes, counts: dict, n_rows: int) -> np.ndarray | None:

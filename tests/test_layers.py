@@ -32,7 +32,7 @@ ENGINE_MODULES = ["atomic", "split_choice", "target_parts", "avc", "bayes_counts
                   "forest_rows", "grow", "in_bag", "inputs", "meter", "model_fields", "nodes", "outputs",
                   "params", "partition", "plan", "profile", "profile_data", "pruning", "pushdown", "rowhash", "rows",
                   "rules", "schema", "signals", "spill", "split_bounds", "split_scores", "sql", "subtree", "supply",
-                  "threads", "tree", "tree_check", "tree_setup", "warm_up"]
+                  "threads", "tree", "tree_check", "tree_setup", "value_keys", "warm_up"]
 LEARNER_MODULES = ["base", "bayes", "boosted_source", "boosting", "class_resampling", "classifier_metrics",
                    "decision_threshold", "dot", "estimators", "evaluation", "forest", "forest_estimator", "forest_file",
                    "forest_regressor", "metrics", "model_check", "model_comparison", "model_file", "onnx", "onnx_nodes",
