@@ -28,7 +28,8 @@ def accumulate(S, y, w, order, starts, ends, attrs, offsets, counts, count_rows,
                table, table_start):
     """Add each row's weight to ``counts[k, offsets[j] + c, y[i]]``, ``c`` the counted slot of
     ``S[i, attrs[j]]`` (:func:`rainforest.count_bins.counted_slot`, with the per-attribute arrays
-    :meth:`rainforest.count_bins.CountedSlots.kernel_args` gives), for the counted attributes ``attrs`` (all of them, or a group of them under RF-Vertical).
+    :meth:`rainforest.count_bins.CountedSlots.kernel_args` gives), for the counted attributes
+    ``attrs`` (all of them, or a group of them under RF-Vertical).
 
     The rows of the ``k``-th counted node are ``order[starts[k]:ends[k]]`` (``order`` empty: the
     row indices themselves, for rows kept grouped by node), in row order.  Walking one node at a

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .count_bins import EXACT_BINS
 from .errors import DataError
 from .profile_data import (ColumnProfile, Profile, midpoint, midpoints, quantile_edges,  # noqa: F401 (public here too)
                            unique_sorted)
@@ -23,9 +24,8 @@ from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
                      check_numeric_target, check_weight_total, lower_bound, numeric_values, plain_numbers, present_rows)
 from .target_parts import target_grid
-from .count_bins import EXACT_BINS
-from .value_keys import key_bins
 from .threads import run_ranges
+from .value_keys import key_bins
 
 @dataclass
 class ProfileTask:

@@ -100,9 +100,9 @@ class Attribute:
     ``cuts`` for numeric attributes are the sorted exact values (exact mode)
     or the bin edges (binned mode); a value's slot is
     ``searchsorted(cuts, x, "left")``.  An exact attribute whose distinct values the profile did not
-    keep has ``keys`` instead (:class:`rainforest.value_keys.KeyBins`): a value's slot is its key.  ``categories`` for categorical
-    attributes are the sorted values seen in training; a value's code is its
-    index there, unknown values get ``len(categories)``.
+    keep has ``keys`` instead (:class:`rainforest.value_keys.KeyBins`): a value's slot is its key.
+    ``categories`` for categorical attributes are the sorted values seen in training; a value's
+    code is its index there, unknown values get ``len(categories)``.
     """
 
     name: str

@@ -57,6 +57,17 @@ def every_thread_count_honoured(monkeypatch):
     monkeypatch.setattr(rainforest.threads, "SMALL_ROWS", 0)
 
 
+@pytest.fixture(scope="module")
+def magic_files(tmp_path_factory):
+    """The magic dataset as four Parquet files (a folder), for sources that read partitions."""
+    table = pq.read_table(dataset_path("magic"))
+    folder = tmp_path_factory.mktemp("magic")
+    step = -(-table.num_rows // 4)
+    for i in range(4):
+        pq.write_table(table.slice(i * step, step), folder / f"part-{i}.parquet")
+    return str(folder)
+
+
 @pytest.fixture
 def datasets():
     return dataset_path

@@ -161,17 +161,6 @@ def test_fractional_weights_count_one_slot_per_value():
     assert balanced.grow_stats_.binned_attributes == 0  # balanced class weights are fractions
 
 
-@pytest.fixture(scope="module")
-def magic_files(tmp_path_factory):
-    """magic as four Parquet files."""
-    table = pq.read_table(dataset_path("magic"))
-    folder = tmp_path_factory.mktemp("magic")
-    step = -(-table.num_rows // 4)
-    for i in range(4):
-        pq.write_table(table.slice(i * step, step), folder / f"part-{i}.parquet")
-    return str(folder)
-
-
 def test_a_dask_store_gathers_where_the_partitions_are_kept(magic_files):
     """A Dask source keeps the encoded partitions (threaded scheduler): the candidate values are
     gathered from them, and the tree is the Parquet source's."""

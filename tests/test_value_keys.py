@@ -173,16 +173,6 @@ def test_weights_regressors_and_forests_keep_their_distinct_values(monkeypatch):
     assert calls
 
 
-@pytest.fixture(scope="module")
-def magic_files(tmp_path_factory):
-    table = pq.read_table(dataset_path("magic"))
-    folder = tmp_path_factory.mktemp("magic")
-    step = -(-table.num_rows // 4)
-    for i in range(4):
-        pq.write_table(table.slice(i * step, step), folder / f"part-{i}.parquet")
-    return str(folder)
-
-
 def test_dask_and_duckdb_sources_key_as_parquet_does(magic_files, monkeypatch):
     """A Dask store (threaded scheduler) and rows streamed out of DuckDB: the keyed Parquet tree."""
     dd = pytest.importorskip("dask.dataframe")
