@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from .schema import NUMERIC, Schema
-from .value_keys import KeyBins
+from .value_keys import KeyBins, key_bin
 
 #: exact mode counts a numeric attribute with more distinct values than this in this many bins at most
 EXACT_BINS = 1024
@@ -118,9 +118,6 @@ def counted_slots(schema: Schema, max_bins: int | None = EXACT_BINS) -> CountedS
                         np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
 
 
-_SIGN = np.uint64(1 << 63)
-
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def counted_slot(s, shift, missing, n_counted, base, table):
     """The counted slot of slot ``s`` (``s``, ``shift``, ``missing``, ``n_counted``, ``base``: ``uint64``):
@@ -128,9 +125,4 @@ def counted_slot(s, shift, missing, n_counted, base, table):
     and for a keyed attribute the bin ``table`` gives its range of keys (clamped to the table)."""
     if s == missing:
         return n_counted
-    if table.shape[0] == 0:
-        return s >> shift
-    u = s ^ _SIGN
-    c = (u - base) >> shift if u > base else np.uint64(0)
-    last = np.uint64(table.shape[0] - 1)
-    return np.uint64(table[c if c < last else last])
+    return s >> shift if table.shape[0] == 0 else key_bin(s, base, shift, table)

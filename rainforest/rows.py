@@ -31,13 +31,8 @@ from .value_keys import key_slots
 def slot_dtype(schema: Schema) -> np.dtype:
     """The narrowest unsigned type holding every attribute's slots (missing slot included); int64 where
     an attribute is keyed (:mod:`rainforest.value_keys`: keys are signed, ordered as int64)."""
-    if any(a.keys is not None for a in schema.attributes if a.kind == NUMERIC):
-        return np.dtype(np.int64)
-    most = max(a.n_slots for a in schema.attributes)  # the missing slot's index
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if most <= np.iinfo(dt).max:
-            return np.dtype(dt)
-    return np.dtype(np.uint64)  # pragma: no cover - more than 4 billion distinct values
+    types = column_dtypes(schema)
+    return np.dtype(np.int64) if np.dtype(np.int64) in types else max(types, key=lambda t: t.itemsize)
 
 
 def column_dtypes(schema: Schema) -> list[np.dtype]:

@@ -119,8 +119,8 @@ class Spill:
             files = self._writing[p] = (open(self._file(g, p, "rows"), "wb"), open(self._file(g, p, "node"), "wb"), [])
         data, node, sizes = files
         written = 0
-        for j in range(rows.S.shape[1]):
-            column = np.ascontiguousarray(rows.S[:, j], self._column_type(j))
+        for j, t in enumerate(self._column_types()):
+            column = np.ascontiguousarray(rows.S[:, j], t)
             data.write(column.data)
             written += column.nbytes
         data.write(np.ascontiguousarray(rows.y).data)
@@ -130,8 +130,9 @@ class Spill:
         sizes.append(len(rows))
         self.bytes_written += written + rows.y.nbytes + rows.w.nbytes + 4 * len(rows)
 
-    def _column_type(self, j: int) -> np.dtype:
-        return self._layout[0] if self.column_types is None else self.column_types[j]
+    def _column_types(self) -> list[np.dtype]:
+        """How each slot column is stored: its own type, or the rows' when none was given."""
+        return [self._layout[0]] * self.n_attributes if self.column_types is None else self.column_types
 
     def commit(self) -> None:
         """Close the new generation's files, make it current and delete the previous one."""
@@ -160,6 +161,8 @@ class Spill:
 
     def _read_part(self, p: int, batch_size: int, update_nodes: bool) -> Iterator[RowBlock]:
         slot_type, class_type, weighted = self._layout
+        types = self._column_types()
+        stored_row = sum(t.itemsize for t in types)  # a row's slots as the files hold them
         node_file = self._file(self.generation, p, "node")
         sizes = self._records[p]
         with contextlib.ExitStack() as files:
@@ -178,8 +181,7 @@ class Spill:
                     at = 0
                     narrow = {}  # a column stored narrower than the rows hold it: read, then widened
                     for m in sizes[r:k]:
-                        for j in range(self.n_attributes):
-                            t = self._column_type(j)
+                        for j, t in enumerate(types):
                             if t == slot_type:
                                 _fill(data, block.S[at:at + m, j])
                             else:
@@ -193,8 +195,7 @@ class Spill:
                             _fill(data, block.w[at:at + m])
                         at += m
                     _fill(nodes, block.node)
-                    self.bytes_read += block.nbytes - block.S.nbytes + n * sum(
-                        self._column_type(j).itemsize for j in range(self.n_attributes))
+                    self.bytes_read += block.nbytes - block.S.nbytes + n * stored_row
                     yield block
                     if routed is not None:
                         routed.write(block.node.data)

@@ -66,6 +66,17 @@ def value_of_key(key: int) -> float:
     return float(values_of(np.array([key], np.int64))[0])
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def key_bin(s, base, shift, table):
+    """The bin of key ``s`` (its int64 bits as ``uint64``; ``base``, ``shift``: ``uint64``) in a
+    :class:`KeyBins` table: its range of keys, clamped to the table (the counting kernels' form of
+    :meth:`KeyBins.bins_of`)."""
+    u = s ^ _SIGN
+    c = (u - base) >> shift if u > base else np.uint64(0)
+    last = np.uint64(table.shape[0] - 1)
+    return np.uint64(table[c if c < last else last])
+
+
 @dataclass(frozen=True)
 class KeyBins:
     """The bins a keyed attribute is counted in: key ``k`` (not missing) falls in range
@@ -94,11 +105,8 @@ def key_bins(sample: np.ndarray, max_bins: int) -> KeyBins:
     cut where the sample's quantile edges (:func:`rainforest.profile_data.quantile_edges`, at most
     ``max_bins`` bins) fall, each edge moved to the end of the range holding it (bins are whole
     ranges; edges in one range make one cut)."""
-    sample = np.asarray(sample, np.float64)
-    if len(sample) == 0:
-        return KeyBins(0, 63, np.zeros(1, np.uint16))
-    edges = quantile_edges(sample, max_bins)  # midpoints of sample values
-    if len(edges) == 0:  # one value in the sample
+    edges = quantile_edges(np.asarray(sample, np.float64), max_bins)  # midpoints of sample values
+    if len(edges) == 0:  # at most one value in the sample: one bin
         return KeyBins(0, 63, np.zeros(1, np.uint16))
     # ranges span the edges, not the sample: a value far from the rest (a spike at 0 before values in
     # the thousands) would spread the ranges over a thousand binades of float keys holding nothing
@@ -115,5 +123,5 @@ def key_bins(sample: np.ndarray, max_bins: int) -> KeyBins:
     return KeyBins(low, shift, dense.astype(np.uint16))
 
 
-__all__ = ["KEY_MISSING", "KEY_CELLS", "KeyBins", "key_bins", "key_slots", "keys_of", "values_of", "value_of_key",
+__all__ = ["KEY_MISSING", "KEY_CELLS", "KeyBins", "key_bin", "key_bins", "key_slots", "keys_of", "values_of", "value_of_key",
            "value_key"]
