@@ -142,6 +142,14 @@ class _Level:
     next_frontier: list = field(default_factory=list)
     next_derived: dict = field(default_factory=dict)
 
+    def alive(self, n_nodes: int) -> np.ndarray:
+        """A flag per tree node: its rows are counted at this level (by any chunk: a leaf's too, for the
+        subtraction) or later (the frontier)."""
+        flags = np.zeros(n_nodes, bool)
+        flags[list(self.in_frontier)] = True
+        flags[[n for c in self.chunks for g in c for n in g]] = True
+        return flags
+
 
 class _Growth:
     """The state of one tree's level-wise growth (:func:`_grow`)."""
@@ -361,10 +369,9 @@ class _Growth:
             task = AvcPass(self.schema, level.routing, node_pos, len(index_of), self.count_channels,
                            self.class_weight, self.weighted, attrs, store=supply.store, counted=self.counted,
                            grid=self.grid)
-            if supply.store is not None:  # the workers' kept rows: those at a node that no longer grows go
-                task.alive = np.zeros(len(nodes.feature), bool)
-                task.alive[list(level.in_frontier)] = True
-                task.alive[node_pos >= 0] = True
+            # the nodes whose rows are counted at this level or later: a worker's kept rows (a Dask store) and
+            # a database's node table drop the others'
+            task.alive = level.alive(len(nodes.feature))
             if level.pull and not from_memory:
                 task.keep_into = supply.kept = KeptRows(
                     level.pull, [nodes.n_node_samples[n] for n in level.pull], len(nodes.feature), self.n_attr,

@@ -4,10 +4,12 @@ A SQL source (:mod:`rainforest.storage.sql`) asks a pass's task for an :class:`A
 relation; the database answers with aggregates only (AVC-groups, value counts, a bounded
 sample), which become exactly the state that folding the rows would have built:
 
-* :func:`avc_query`: the AVC-groups of the frontier nodes.  Each row's node is a ``CASE``
-  expression compiled from the tree so far, each attribute's slot a SQL expression from the
-  same encoders (a bin's binary search, an exact value, a category), and ``GROUPING SETS``
-  count ``(node, class, slot)`` per attribute in one scan.
+* :func:`avc_query`: the AVC-groups of the frontier nodes, ``GROUPING SETS`` counting
+  ``(node, class, slot)`` per attribute in one scan.  Within a fit, the scan reads the fit's
+  node table (:mod:`rainforest.node_tables`): each row's slots and node, encoded once and moved
+  down level by level.  Otherwise each row's node is a ``CASE`` expression compiled from the
+  tree so far, and each attribute's slot a SQL expression from the same encoders (a bin's
+  binary search, an exact value, a category).
 * :func:`profile_query`: the profiling pass (row and class counts, categories, numeric
   distinct values, and in binned mode the values of the rows whose :mod:`rainforest.rowhash`
   is among the smallest, the sample the Parquet source draws too).
@@ -28,8 +30,9 @@ import pyarrow as pa
 from .errors import DataError
 from .profile_data import ColumnProfile, Profile, midpoint
 from .rowhash import row_hash_sql
-from .schema import CATEGORICAL, Schema, check_numeric_target, check_weight_total
-from .sql import Dialect, category_branches, dialect_of, numeric_sql, routing_case, slot_sql
+from .schema import CATEGORICAL, check_numeric_target, check_weight_total
+from .node_tables import encoded_columns, label_sql, node_table, routing_children, slot_items, split_conditions
+from .sql import Dialect, dialect_of, numeric_sql, routing_case
 from .target_parts import parts_sql
 
 
@@ -45,25 +48,13 @@ class AggregateQuery:
     row_id: bool = False
     rows: int = 0  # rows the pass covered, known once finished (for the progress log)
     instead: "AggregateQuery | None" = None
+    reads_source: bool = True  # False: it reads a temporary table of the fit's (rainforest.node_tables)
 
 
 def grouping_index(names: list[str], d: Dialect) -> str:
     """Which grouping set a result row belongs to: the index of the one grouped column in ``names``."""
     whens = " ".join(f"WHEN GROUPING({n}) = 0 THEN {i}" for i, n in enumerate(names))
     return f"CASE {whens} END"
-
-
-def _encoded_columns(schema: Schema, used: list[int], arrow_schema: pa.Schema, d: Dialect) -> list[str]:
-    """Select-list items naming attribute ``j``'s value ``a{j}``: numeric as float64 (NULL when
-    missing), categorical as stored."""
-    items = []
-    for j in used:
-        a = schema.attributes[j]
-        if a.kind == CATEGORICAL:
-            items.append(f"{d.ident(a.name)} AS a{j}")
-        else:
-            items.append(f"{numeric_sql(a.name, arrow_schema.field(a.name).type, d)} AS a{j}")
-    return items
 
 
 def _slots(column: pa.Array, attribute, n_slots: int) -> np.ndarray:
@@ -84,31 +75,6 @@ def _slots(column: pa.Array, attribute, n_slots: int) -> np.ndarray:
 
 # -- AVC-groups of frontier nodes -----------------------------------------------------------
 
-def _split_conditions(task, k: int, d: Dialect):
-    """Node ``k``'s split in the growing tree's slot routing, as ``(conditions, default)``."""
-    feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots = task.routing
-    f = int(feature[k])
-    a = task.schema.attributes[f]
-    x = f"a{f}"
-    if branch_offset[k] >= 0:
-        off, m = int(branch_offset[k]), int(n_slots[f])
-        return category_branches(x, a.categories, slot_branch[off:off + m], int(slot_branch[off + m]), d)
-    conditions = [(f"{x} IS NULL", int(missing_branch[k]))]
-    if slot_cut[k] < len(a.cuts):  # slots up to slot_cut: values up to that cut (exact value or bin edge)
-        conditions.append((f"{x} <= {d.double_literal(float(a.cuts[slot_cut[k]]))}", 0))
-        return conditions, 1
-    return conditions, 0  # every present value goes to the first child
-
-
-def _routing_children(task) -> np.ndarray:
-    feature, first_child, slot_branch, branch_offset, _, _, n_slots = task.routing
-    out = np.where(first_child >= 0, 2, 0).astype(np.int64)
-    for k in np.flatnonzero(branch_offset >= 0):
-        m = int(n_slots[feature[k]])
-        out[k] = int(np.max(slot_branch[branch_offset[k]:branch_offset[k] + m + 1])) + 1
-    return out
-
-
 def avc_query(task, relation) -> AggregateQuery | None:
     """The aggregate query of an :class:`rainforest.avc.AvcPass`, or None when the pass must see
     the rows themselves (it keeps or spills them)."""
@@ -117,36 +83,40 @@ def avc_query(task, relation) -> AggregateQuery | None:
     d = dialect_of(relation.dialect)
     schema = task.schema
     regression = schema.label.regression
-    feature, first_child = task.routing[0], task.routing[1]
     counted = [int(j) for j in task.attrs]
-    split_on = {int(f) for f, c in zip(feature, first_child) if c >= 0}
-    used = sorted(set(counted) | split_on)
     weighted_column = schema.weight is not None
     # A regressor's target less its shift (as rows hold it: Label.codes), summed per cell, not grouped.
     # With unit weights in exact parts (rainforest/target_parts.py), computed here by the kernel's float
     # operations: their sums are exact in any order.  Otherwise in row order (sum(... ORDER BY rid)): the
     # floats the row store's kernels add, in their order.  Either way the tree is the Parquet source's bit
     # for bit, and the same at every run (a database's parallel aggregation adds in no fixed order).
-    y = (f"CAST({d.ident(schema.label.name)} AS {d.double}) - {d.double_literal(schema.label.shift)}" if regression
-         else d.ident(schema.label.name))
     parts = len(task.grid) > 0
     ordered = regression and not parts
     if parts:
         y_parts = parts_sql("y", tuple(task.grid), d.double_literal)
-    inner = (_encoded_columns(schema, used, relation.schema, d) + [f"{y} AS y"]
-             + ([f"{relation.row_id} AS rid"] if ordered else []))
-    if weighted_column:
-        inner.append(f"CAST({d.ident(schema.weight)} AS {d.double}) AS w")
+    carried = f"y{', w' if weighted_column else ''}{', rid' if ordered else ''}"
+    table = node_table(task, relation, d, ordered)
     wanted = task.node_pos >= 0
-    node = routing_case(0, first_child, _routing_children(task), lambda k: _split_conditions(task, k, d),
-                        lambda k: str(k) if wanted[k] else "NULL", wanted)
-    slots = []
-    for j in counted:
-        a = schema.attributes[j]
-        if a.kind == CATEGORICAL or a.exact:
-            slots.append(f"a{j} AS s{j}")
-        else:
-            slots.append(f"CASE WHEN a{j} IS NULL THEN NULL ELSE {slot_sql(f'a{j}', a.cuts, d)} END AS s{j}")
+    if table is not None:  # the fit's node table: encoded rows, at their nodes or routed on from them
+        name, held, reads_source, node = table
+        counted_at = "" if node == "node" and wanted[held].all() else \
+            f" WHERE node IN ({', '.join(map(str, np.flatnonzero(wanted)))})"
+        rows = (f"SELECT * FROM (SELECT {node} AS node, {carried}, {', '.join(f'e{j} AS s{j}' for j in counted)} "
+                f"FROM {name}{d.fence if node != 'node' else ''}) AS r0{counted_at}")  # the CASE once a row
+    else:  # every row of the source, routed from the root and encoded here
+        reads_source = True
+        feature, first_child = task.routing[0], task.routing[1]
+        split_on = {int(f) for f, c in zip(feature, first_child) if c >= 0}
+        used = sorted(set(counted) | split_on)
+        inner = encoded_columns(schema, used, relation.schema, d) + [f"{label_sql(schema, d)} AS y"] \
+            + ([f"{relation.row_id} AS rid"] if ordered else [])
+        if weighted_column:
+            inner.append(f"CAST({d.ident(schema.weight)} AS {d.double}) AS w")
+        node = routing_case(0, first_child, routing_children(task), lambda k: split_conditions(task, k, d),
+                            lambda k: str(k) if wanted[k] else "NULL", wanted)
+        rows = (f"SELECT * FROM (SELECT {node} AS node, {carried}, {', '.join(slot_items(schema, counted, d, 's'))} "
+                f"FROM (SELECT {', '.join(inner)} FROM {relation.from_sql}) AS e) AS r0 "
+                f"WHERE node IS NOT NULL{' AND w <> 0' if weighted_column else ''}")
     keys = [f"s{j}" for j in counted]
     w_y = "w * y" if weighted_column else "y"  # scikit-learn's order: w y, then (w y) y
     in_order = " ORDER BY rid" if ordered else ""
@@ -157,12 +127,9 @@ def avc_query(task, relation) -> AggregateQuery | None:
     by_y = "" if regression else "y, "
     sql = (f"SELECT node, {'NULL AS y' if regression else 'y'}, {grouping_index(keys, d)} AS g, {', '.join(keys)}, "
            f"count(*) AS n" + (f", sum(w{in_order}) AS w" if weighted_column else "") + sums
-           + f" FROM (SELECT {node} AS node, y{', w' if weighted_column else ''}{', rid' if ordered else ''}, "
-           + f"{', '.join(slots)}"
-           + f" FROM (SELECT {', '.join(inner)} FROM {relation.from_sql}) AS e) AS r"
-           + f" WHERE node IS NOT NULL{' AND w <> 0' if weighted_column else ''} GROUP BY GROUPING SETS ("
+           + f" FROM ({rows}) AS r GROUP BY GROUPING SETS ("
            + ", ".join(f"(node, {by_y}{k})" for k in keys) + ")")
-    query = AggregateQuery(sql, None, row_id=ordered)
+    query = AggregateQuery(sql, None, row_id=ordered, reads_source=reads_source)
     group_offsets = task.group_offsets()
 
     def finish(table: pa.Table):

@@ -129,7 +129,7 @@ def slot_sql(x: str, cuts: np.ndarray, d: Dialect) -> str:
 
 
 def routing_case(root: int, first_child, n_children, branches, leaf, wanted=None) -> str:
-    """The node a row reaches, as nested ``CASE`` expressions.
+    """The node a row reaches from ``root``, as nested ``CASE`` expressions.
 
     ``branches(k)`` gives node ``k``'s split as ``(conditions, default)``: a list of
     ``(SQL condition, branch)`` tried in order and the branch taken otherwise (a condition that
@@ -139,6 +139,11 @@ def routing_case(root: int, first_child, n_children, branches, leaf, wanted=None
     the nodes whose rows matter: a subtree holding none becomes ``NULL``, so the text grows
     with the part of the tree that is counted, not with the whole tree.
     """
+    return routing_cases([root], first_child, n_children, branches, leaf, wanted)[0]
+
+
+def routing_cases(roots, first_child, n_children, branches, leaf, wanted=None) -> list[str]:
+    """:func:`routing_case` from each of ``roots`` (the tree walked once for ``wanted``)."""
     below = None
     if wanted is not None:  # whether a wanted node lies at or below each node (children follow parents)
         below = np.asarray(wanted, bool).copy()
@@ -161,7 +166,18 @@ def routing_case(root: int, first_child, n_children, branches, leaf, wanted=None
                 by_child.setdefault(b, []).append(cond)
         parts = " ".join(f"WHEN {' OR '.join(conds)} THEN {walk(kid + b)}" for b, conds in by_child.items())
         return f"CASE {parts} ELSE {walk(kid + default)} END" if parts else walk(kid + default)
-    return walk(root)
+    return [walk(int(r)) for r in roots]
+
+
+def search_case(x: str, keys, value) -> str:
+    """``value(k)`` for the one of the sorted integers ``keys`` that ``x`` equals, as a binary search of
+    nested ``CASE`` expressions (``log2`` comparisons per row where a flat ``CASE x WHEN`` tries each)."""
+    def search(lo: int, hi: int) -> str:  # x is one of keys[lo:hi + 1]
+        if lo == hi:
+            return value(int(keys[lo]))
+        mid = (lo + hi) // 2
+        return f"CASE WHEN {x} <= {int(keys[mid])} THEN {search(lo, mid)} ELSE {search(mid + 1, hi)} END"
+    return search(0, len(keys) - 1)
 
 
 def in_list(x: str, values, d: Dialect) -> str:

@@ -50,8 +50,11 @@ class RowSupply:
         meter = PassMeter(f"level {level}, {where}, {label}", self.verbose, self.n_rows)
         before = self.source.n_passes
         state = self.source.run_pass(task, self.columns, self.batch_size, meter)
+        read = self.source.n_passes > before  # a pass over what the source keeps is not one (workers, node table)
+        if not read and not self.source.copied(self.columns):
+            meter.label = f"level {level}, {self.source.kept_rows_name}, {label}"
         meter.done()
-        return state, self.source.n_passes > before  # a pass over partitions kept on the workers is not one
+        return state, read
 
     def spilled(self, nodes: list) -> bool:
         """Whether the rows of every node in ``nodes`` are in the spill folder (and only there); with no

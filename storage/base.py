@@ -79,6 +79,9 @@ class Source:
         if not self.copied(columns):
             self.n_passes += 1
 
+    #: what a pass that does not read the source reads instead (its log line says so)
+    kept_rows_name = "rows the source keeps"
+
     def copied(self, columns: Sequence[str]) -> bool:
         """Whether a pass over ``columns`` reads a copy this fit made of the rows, not the source."""
         return False

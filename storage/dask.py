@@ -122,6 +122,7 @@ class DaskSource(Source):
     #: read by the worker itself, a DataFrame's partition computed from within its task, whenever the
     #: partition is not, or no longer, kept.
     keeps_partitions = True
+    kept_rows_name = "rows kept on the workers"
 
     # -- the row store on the workers (storage/dask_store.py) -----------------------------
 

@@ -176,6 +176,20 @@ class DuckDBSource(SqlSource):
         except duckdb.Error as exc:
             raise SourceError(f"cannot write the table {target} from {self.description}: {first_line(exc)}") from None
 
+    def create_temp_table(self, name: str, select_sql: str, serial: bool = False) -> str | None:
+        import duckdb
+        sql = f"CREATE TEMPORARY TABLE {name} AS {select_sql}"
+        try:
+            self.relation_.query(SOURCE_VIEW, sql) if self.relation_ is not None else self._con.execute(sql).fetchall()
+        except (duckdb.PermissionException, duckdb.OutOfMemoryException, duckdb.IOException) as exc:
+            return first_line(exc)  # no room or no right: the fit routes from the root instead
+        except duckdb.Error as exc:
+            raise _duckdb_error(exc, self.description) from None
+        return None
+
+    def drop_temp_table(self, name: str) -> None:
+        self._run(f"DROP TABLE IF EXISTS temp.main.{name}")
+
     def count_rows(self) -> int:
         return int(self.query_table(f"SELECT count(*) AS n FROM {self._from_sql()}").column(0)[0].as_py())
 

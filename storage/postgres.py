@@ -26,6 +26,10 @@ log = logging.getLogger("rainforest")
 # gains from it (16.6 s with, 26.6 s without). Queries longer than this run without JIT.
 JIT_TEXT_LIMIT = 16_000
 
+# SQLSTATEs of a refused temporary table (rainforest.storage.temp_tables): no TEMPORARY privilege, a
+# read-only transaction (a role's default_transaction_read_only, a hot standby); and class 53, no room
+REFUSED_TEMP = ("42501", "25006")
+
 _PG_TYPES = {"int2": pa.int16(), "int4": pa.int32(), "int8": pa.int64(), "float4": pa.float32(),
              "float8": pa.float64(), "numeric": pa.float64(), "text": pa.string(), "varchar": pa.string(),
              "bpchar": pa.string(), "name": pa.string(), "bool": pa.bool_(), "date": pa.date32(),
@@ -167,6 +171,34 @@ class PostgresSource(SqlSource):
             self._conn.execute(f"CREATE TABLE {target} AS {sql}")
         except psycopg.Error as exc:
             raise SourceError(f"cannot write the table {target} from {self.description}: {first_line(exc)}") from None
+
+    def create_temp_table(self, name: str, select_sql: str, serial: bool = False) -> str | None:
+        import psycopg
+        sql = f"CREATE TEMPORARY TABLE {name} AS {select_sql}"
+        try:
+            with self._conn.transaction(), self._cursor() as cur:
+                if serial:  # the scan order is the row identity: no parallel workers
+                    cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+                if len(sql) > JIT_TEXT_LIMIT:
+                    cur.execute("SET LOCAL jit = off")
+                cur.execute(sql)
+                # statistics, so that a level's GROUPING SETS hash rather than sort (a temporary table is
+                # never analyzed by autovacuum): 1M rows, 9 attributes: 1.1 s against 3.6 s
+                cur.execute(f"ANALYZE {name}")
+        except psycopg.Error as exc:
+            state = exc.sqlstate or ""
+            if state in REFUSED_TEMP or state.startswith("53"):
+                return first_line(exc)
+            raise self._read_error(exc) from None
+        return None
+
+    def drop_temp_table(self, name: str) -> None:
+        import psycopg
+        try:
+            self._conn.execute(f"DROP TABLE IF EXISTS pg_temp.{name}")
+        except psycopg.Error as exc:
+            raise SourceError(f"cannot drop the temporary table {name} of {self.description}: {first_line(exc)}") \
+                from None
 
     def count_rows(self) -> int:
         with self._cursor() as cur:

@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from .base import Source, SourceError
 from .row_copy import RowCopy
+from .temp_tables import TempTables
 
 log = logging.getLogger("rainforest")
 
@@ -58,6 +59,7 @@ class SqlRelation:
     from_sql: str
     row_id: str
     schema: pa.Schema
+    temp: object = None  # the fit's TempTables (pushdown's node tables), while a fit lasts
 
 
 def quote_ident(name: str) -> str:
@@ -97,9 +99,11 @@ class SqlSource(Source):
     # (see rainforest.storage.row_copy): where a scan costs more than reading the copy back.
     copies_rows = False
     _copy = None  # the fit's RowCopy, while one lives
+    _temp = None  # the fit's TempTables, while a fit pushes down
+    kept_rows_name = "the fit's node table in the database"
 
     def relation(self) -> SqlRelation:
-        return SqlRelation(self.dialect, self._from_sql(), self._row_id_sql(), self.schema)
+        return SqlRelation(self.dialect, self._from_sql(), self._row_id_sql(), self.schema, self._temp)
 
     @property
     def distributed(self) -> bool:
@@ -124,20 +128,32 @@ class SqlSource(Source):
 
     @contextmanager
     def during_fit(self):
-        """With ``copies_rows`` and rows streamed out, the fit's first streamed pass is copied to local
-        disk and its later passes read the copy; the copy is removed when the fit ends."""
-        if not self.copies_rows or self._copy is not None or self.transfer_mode() != "rows":
+        """What one fit keeps, removed when it ends (also after an error or an interrupt): pushing down,
+        its temporary node tables (:mod:`rainforest.storage.temp_tables`); with ``copies_rows`` and rows
+        streamed out, a local copy of its first streamed pass, which its later passes read."""
+        if self._temp is not None or self._copy is not None:  # a fit inside a fit (a learner's inner tree)
             yield
             return
-        self._copy = RowCopy()
+        mode = self.transfer_mode()
+        if mode == "aggregates":
+            self._temp = TempTables(self)
+        elif self.copies_rows:
+            self._copy = RowCopy()
         try:
             yield
         finally:
-            if self._copy.columns is not None:  # a finished copy
-                log.info("%s: %d later pass(es) read the local copy of its rows (%s bytes) instead of the database",
-                         self.description, self._copy.reads, f"{self._copy.bytes_written:,}")
-            self._copy.remove()
-            self._copy = None
+            if self._temp is not None:
+                if self._temp.reads:
+                    log.info("%s: %d query(ies) read temporary node tables instead of the source",
+                             self.description, self._temp.reads)
+                self._temp.drop_all()
+                self._temp = None
+            if self._copy is not None:
+                if self._copy.columns is not None:  # a finished copy
+                    log.info("%s: %d later pass(es) read the local copy of its rows (%s bytes) instead of the "
+                             "database", self.description, self._copy.reads, f"{self._copy.bytes_written:,}")
+                self._copy.remove()
+                self._copy = None
 
     def copied(self, columns: Sequence[str]) -> bool:
         return self._copy is not None and self._copy.covers(columns)
@@ -146,11 +162,13 @@ class SqlSource(Source):
         """One counted pass: one aggregate query when the source pushes down and ``task`` can be said
         so, else the rows streamed (or read from the fit's local copy) and folded."""
         self.check_columns(columns)
-        self.count_pass(columns)
         make = getattr(task, "sql_aggregate", None) if self.distributed else None
         query = make(self.relation()) if make is not None else None
         if query is None:
+            self.count_pass(columns)
             return self.fold(task, list(columns), batch_size, progress)
+        if query.reads_source:  # else it reads a temporary table of this fit's
+            self.count_pass(columns)
         state = query.finish(self.query_table(query.sql, ordered=query.row_id))
         while query.instead is not None:  # the result asked for another query: a second scan
             query = query.instead
@@ -223,6 +241,15 @@ class SqlSource(Source):
         raise NotImplementedError
 
     def query_table(self, sql: str, ordered: bool = False) -> pa.Table:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def create_temp_table(self, name: str, select_sql: str, serial: bool = False) -> str | None:
+        """Make the temporary table ``name`` (quoted) from ``select_sql``: None when made, or the
+        database's reason when it refuses temporary tables (see :mod:`rainforest.storage.temp_tables`);
+        a SourceError for any other failure."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def drop_temp_table(self, name: str) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _stream(self, sql: str, batch_size: int) -> Iterator[pa.RecordBatch]:  # pragma: no cover - abstract

@@ -127,7 +127,9 @@ def test_postgres_pushes_the_rule_down(data, postgres_url, transfer):
         a = fitted(make(), data["odd"])
         b = fitted(make(), PostgresSource(postgres_url, table="zero_weight", transfer=transfer))
         assert_same_model(a, b, data["odd_table"])
-        assert b.n_passes_ == (a.n_passes_ if transfer == "aggregates" else 1)
+        # pushed down, a tree reads the table twice (then its node table), a forest's passes fold the rows
+        pushed = (min(a.n_passes_, 2) if isinstance(b, DecisionTreeClassifier) else a.n_passes_)
+        assert b.n_passes_ == (pushed if transfer == "aggregates" else 1)
 
 
 def test_weights_zero_on_every_row_are_refused_on_sql_too(data):

@@ -1,0 +1,154 @@
+"""Pushdown (``transfer="aggregates"``) over the fit's node tables (rainforest/node_tables.py).
+
+The root's pass encodes the table's rows into a temporary table (slots, class, node); every later
+level's GROUP BY reads that table, routing its rows on from their nodes or moving them into a new
+table first, so a tree of any depth reads the source twice (profile, root) and is the Parquet
+source's tree, node for node. Every temporary table is dropped after the fit, a failed fit and an
+interrupt; the source table is never changed. A role that may not create temporary tables gets a
+warning and the same tree from the old routing of every row from the root.
+"""
+import pyarrow.parquet as pq
+import pytest
+from conftest import load_script, sql_statements
+
+import duckdb
+from rainforest import DecisionTreeClassifier, node_tables
+from rainforest.datasets import agrawal_table
+from rainforest.storage import DuckDBSource, PostgresSource
+
+
+@pytest.fixture(scope="module")
+def agrawal(tmp_path_factory):
+    """120,000 Agrawal F7 rows in two Parquet files, and the same rows as a DuckDB table."""
+    d = tmp_path_factory.mktemp("pushdown")
+    t = agrawal_table(120_000, function=7, seed=11)
+    for i in range(2):
+        pq.write_table(t.slice(i * 60_000, 60_000), d / f"part-{i}.parquet", row_group_size=20_000)
+    con = duckdb.connect()
+    con.sql(f"CREATE TABLE agrawal AS SELECT * FROM read_parquet('{d}/*.parquet')")
+    return d, t, con
+
+
+@pytest.fixture(scope="module")
+def pg(postgres_url, agrawal):
+    load_script("postgres_server").load_table(postgres_url, "pushdown_agrawal", agrawal[1], replace=True)
+    return postgres_url
+
+
+def tree(data, **kw):
+    return DecisionTreeClassifier(max_depth=10, max_bins=64, algorithm="read", **kw).fit(data, target="class")
+
+
+def duckdb_state(con):
+    """The temporary tables left, and the source table's row count and checksum."""
+    temp = con.sql("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall()[0][0]
+    return temp, con.sql("SELECT count(*), sum(hash(salary)), sum(hash(car)) FROM agrawal").fetchall()[0]
+
+
+def pg_state(url):
+    import psycopg
+    with psycopg.connect(url) as conn:
+        temp = conn.execute(r"SELECT count(*) FROM pg_class WHERE relname LIKE '\_\_rainforest\_%'").fetchone()[0]
+        return temp, conn.execute("SELECT count(*), sum(salary::numeric), sum(hashtext(car::text)) "
+                                  "FROM pushdown_agrawal").fetchone()
+
+
+def made_tables(source) -> list:
+    """Record the rows of every temporary table ``source`` makes, as it makes it."""
+    made = []
+    create = source.create_temp_table
+
+    def recorded(name, sql, serial=False):
+        refused = create(name, sql, serial)
+        count = type(source).query_table(source, f"SELECT count(*) AS n FROM {name}")  # not a recorded statement
+        made.append(count.column(0)[0].as_py())
+        return refused
+    source.create_temp_table = recorded
+    return made
+
+
+ENGINES = pytest.mark.parametrize("engine", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+
+
+@pytest.fixture
+def target(request, agrawal, engine):
+    """A pushed-down source of the Agrawal rows in ``engine``, and a function giving what must not change."""
+    con = agrawal[2]
+    if engine == "duckdb":
+        yield DuckDBSource(table="agrawal", connection=con, transfer="aggregates"), lambda: duckdb_state(con)
+        return
+    url = request.getfixturevalue("pg")
+    source = PostgresSource(url, table="pushdown_agrawal", transfer="aggregates")
+    yield source, lambda: pg_state(url)
+    source.close()
+
+
+@ENGINES
+def test_a_deep_tree_reads_the_table_twice_and_leaves_nothing(agrawal, target, monkeypatch):
+    source, state = target
+    ref = tree(str(agrawal[0]))
+    before = state()
+    for reroute in (0, node_tables.REROUTE_LEVELS, 100):
+        monkeypatch.setattr(node_tables, "REROUTE_LEVELS", reroute)
+        sent, made = sql_statements(source), made_tables(source)
+        clf = tree(source)
+        assert clf.tree_.to_json() == ref.tree_.to_json() and clf.get_depth() == 10
+        # the source twice: the profile, the root's pass (which makes the first node table) ...
+        assert clf.n_passes_ == 2 and ref.n_passes_ == 11
+        # ... then one GROUP BY a level, over the node table
+        assert len(sent) == 11 and all("__rainforest_" in q for q in sent[1:])
+        assert sum('"agrawal"' in q or '"pushdown_agrawal"' in q for q in sent) == 1
+        if reroute == 0:  # moved into a new table every level: the rows of nodes done drop out
+            assert len(made) == 10 and made[0] == 120_000 and made[-1] < made[0] * 0.95
+        elif reroute == 100:  # routed on from the root's table every level
+            assert made == [120_000]
+        else:
+            assert 1 < len(made) < 10
+        for name in ("query_table", "_stream", "create_temp_table"):  # the recorders off
+            vars(source).pop(name)
+        assert state() == before  # no temporary table left; the table unchanged
+
+
+@ENGINES
+@pytest.mark.parametrize("error", [RuntimeError("lost"), KeyboardInterrupt()], ids=["error", "interrupt"])
+def test_a_failed_or_interrupted_fit_drops_its_node_tables(agrawal, target, error):
+    source, state = target
+    before = state()
+    for fail_at in (1, 4):  # the root's query (its table just made), a later level's
+        run, calls = source.query_table, []
+
+        def failing(sql, ordered=False, run=run, calls=calls, fail_at=fail_at):
+            calls.append(sql)
+            if len(calls) > fail_at:
+                raise error
+            return run(sql, ordered)
+        source.query_table = failing
+        with pytest.raises(type(error)):
+            tree(source)
+        del source.query_table
+        assert state() == before
+    assert tree(source).tree_.to_json() == tree(str(agrawal[0])).tree_.to_json()  # the source still works
+    assert state() == before
+
+
+@pytest.mark.parametrize("reroute", [0, 2, 4, 100])
+def test_sums_in_row_order_through_every_way_of_moving_rows(tmp_path, monkeypatch, reroute):
+    """A weighted exact regressor sums its target in row order (the table carries each row's identity):
+    the Parquet tree whether rows move into a new table every level, every 2 or 4 levels (then routed on from
+    their nodes in between, rows of nodes done among them) or never."""
+    import numpy as np
+    import pyarrow as pa
+    from conftest import dataset_path
+
+    from rainforest import DecisionTreeRegressor
+
+    t = pq.read_table(dataset_path("magic")).drop(["class"])
+    w = np.random.default_rng(1).integers(0, 3, t.num_rows).astype(float)
+    pq.write_table(t.append_column("w", pa.array(w)), tmp_path / "w.parquet")
+    monkeypatch.setattr(node_tables, "REROUTE_LEVELS", reroute)
+    fit = lambda data: DecisionTreeRegressor(max_depth=7, max_bins=None).fit(  # noqa: E731
+        data, target="FLength", sample_weight="w")
+    source = DuckDBSource(parquet=str(tmp_path / "w.parquet"), transfer="aggregates")
+    made = made_tables(source)
+    assert fit(source).tree_.to_json() == fit(str(tmp_path / "w.parquet")).tree_.to_json()
+    assert len(made) == {0: 7, 2: 3, 4: 2, 100: 1}[reroute]
