@@ -1,8 +1,9 @@
 """The temporary tables one fit makes in a database, and their removal when the fit ends.
 
 Pushdown (``transfer="aggregates"``) keeps each row's encoded slots and tree node in a temporary
-table, one per level (:mod:`rainforest.pushdown`), so that a level's query reads a narrow table
-of the rows still growing instead of routing every row of the source from the root. The tables
+table, made by the root's pass and moved on as the tree grows (:mod:`rainforest.node_tables`), so
+that a level's query reads a narrow table of the rows still growing instead of encoding and
+routing every row of the source from the root. The tables
 live in the session's temporary schema (PostgreSQL's ``pg_temp``, DuckDB's ``temp``), are named
 ``__rainforest_<random>``, and are dropped when the fit ends, fails or is interrupted
 (:meth:`rainforest.storage.Source.during_fit`); the source's own tables are never written.
