@@ -83,6 +83,21 @@ def sql_statements(source) -> list:
     return sent
 
 
+def agrawal_files_and_table(folder: Path, n_rows: int, files: int, seed: int):
+    """``n_rows`` Agrawal F7 rows in ``files`` Parquet files in ``folder``, and the same rows as the table
+    ``agrawal`` of a new in-memory DuckDB connection: ``(folder, table, connection)``."""
+    import duckdb
+
+    from rainforest.datasets import agrawal_table
+    t = agrawal_table(n_rows, function=7, seed=seed)
+    per = n_rows // files
+    for i in range(files):
+        pq.write_table(t.slice(i * per, per), folder / f"part-{i}.parquet", row_group_size=20_000)
+    con = duckdb.connect()
+    con.sql(f"CREATE TABLE agrawal AS SELECT * FROM read_parquet('{folder}/*.parquet')")
+    return folder, t, con
+
+
 def load_script(name: str):
     """A module of scripts/ (not a package), imported by path once and shared: ``import name`` finds it too."""
     if name not in sys.modules:

@@ -12,27 +12,18 @@ import re
 import sys
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
-from conftest import load_script, sql_statements
+from conftest import agrawal_files_and_table, load_script, sql_statements
 
-import duckdb
 from rainforest import AdaBoostClassifier, DecisionTreeClassifier, RandomForestClassifier
 from rainforest.boat import BoatClassifier
-from rainforest.datasets import agrawal_table
 from rainforest.storage import DuckDBSource, ParquetSource, PostgresSource, SourceError
 
 
 @pytest.fixture(scope="module")
 def agrawal(tmp_path_factory):
     """120,000 Agrawal F7 rows in three Parquet files, and the same rows as a DuckDB table."""
-    d = tmp_path_factory.mktemp("extract")
-    t = agrawal_table(120_000, function=7, seed=5)
-    for i in range(3):
-        pq.write_table(t.slice(i * 40_000, 40_000), d / f"part-{i}.parquet", row_group_size=20_000)
-    con = duckdb.connect()
-    con.execute(f"CREATE TABLE agrawal AS SELECT * FROM read_parquet('{d}/*.parquet')")
-    return d, t, con
+    return agrawal_files_and_table(tmp_path_factory.mktemp("extract"), 120_000, 3, seed=5)
 
 
 def tree(data, **kw):

@@ -9,24 +9,16 @@ warning and the same tree from the old routing of every row from the root.
 """
 import pyarrow.parquet as pq
 import pytest
-from conftest import load_script, sql_statements
+from conftest import agrawal_files_and_table, load_script, sql_statements
 
-import duckdb
 from rainforest import DecisionTreeClassifier, node_tables
-from rainforest.datasets import agrawal_table
 from rainforest.storage import DuckDBSource, PostgresSource
 
 
 @pytest.fixture(scope="module")
 def agrawal(tmp_path_factory):
     """120,000 Agrawal F7 rows in two Parquet files, and the same rows as a DuckDB table."""
-    d = tmp_path_factory.mktemp("pushdown")
-    t = agrawal_table(120_000, function=7, seed=11)
-    for i in range(2):
-        pq.write_table(t.slice(i * 60_000, 60_000), d / f"part-{i}.parquet", row_group_size=20_000)
-    con = duckdb.connect()
-    con.sql(f"CREATE TABLE agrawal AS SELECT * FROM read_parquet('{d}/*.parquet')")
-    return d, t, con
+    return agrawal_files_and_table(tmp_path_factory.mktemp("pushdown"), 120_000, 2, seed=11)
 
 
 @pytest.fixture(scope="module")
