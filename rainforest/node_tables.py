@@ -10,13 +10,13 @@ the fit (:mod:`rainforest.storage.temp_tables`):
   number, as ``SMALLINT``; an exact value or a category as it is), the class or target ``y``,
   the weight ``w`` (rows of weight 0 left out), the row identity ``rid`` where sums follow the
   row order (a regressor's), and ``node`` = 0;
-* each later level makes the next table from the last one: only its rows at nodes that still
-  grow are read, routed from their node by the splits made since (one ``CASE`` per node that
-  split, found by a binary search over the node numbers), and the rows that reached a node
-  counted no more (a leaf) are left out, so the tables shrink as the tree grows; the last
-  table is dropped;
-* a level's ``GROUP BY`` then reads the narrow table, never the source, and the source's pass
-  count (``n_passes_``) counts only the root's.
+* a later level's ``GROUP BY`` reads the narrow table, never the source: its rows are routed on
+  from the node they stand at by the splits made since (a binary search over the node numbers,
+  then one small ``CASE`` per node that split), and the source's pass count (``n_passes_``)
+  counts only the root's;
+* once the frontier lies more than :data:`REROUTE_LEVELS` below the table's nodes, the rows are
+  first moved into a new table, routed so, leaving out those that reached a node counted no more
+  (a leaf), so the tables shrink as the tree grows; the last table is dropped.
 
 The rows, slots and classes are those the from-root query computes, so the counts, and the
 tree, are the same, JSON for JSON.  Where the database refuses temporary tables, or a pass
