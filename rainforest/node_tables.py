@@ -94,10 +94,13 @@ def routing_children(task) -> np.ndarray:
     return out
 
 
-def extends(old: tuple, new: tuple) -> bool:
+def extends(old: tuple | None, new: tuple) -> bool:
     """Whether the slot routing ``new`` is ``old`` grown further: every node split in ``old`` is split the
     same way in ``new`` (nodes keep their numbers as a tree grows), so rows routed by ``old`` stand
-    where ``new`` would have put them, at ``old``'s nodes."""
+    where ``new`` would have put them, at ``old``'s nodes.  ``old`` None: the tree that is only its
+    root, which every routing extends."""
+    if old is None:
+        return True
     (of, ofc, osb, obo, osc, omb, ons), (nf, nfc, nsb, nbo, nsc, nmb, nns) = old, new
     n = len(of)
     if len(nf) < n or not np.array_equal(ons, nns) or len(nsb) < len(osb) \
@@ -151,7 +154,7 @@ def node_table(task, relation, d: Dialect, rid: bool) -> tuple[str, np.ndarray, 
         name = temp.create(key, serial=rid)
         if name is None:
             return None
-        memo.update(key=key, table=name, routing=_root_of(routing), held=np.zeros(1, np.int64))
+        memo.update(key=key, table=name, routing=None, held=np.zeros(1, np.int64))  # every row at the root
     alive = task.alive if task.alive is not None else task.node_pos >= 0
     held = memo["held"]
     n_children = routing_children(task)
@@ -189,9 +192,3 @@ def _descent(first_child, n_children, held, alive) -> int:
     for k in np.flatnonzero(first_child >= 0):  # children follow their parents
         depth[first_child[k]:first_child[k] + n_children[k]] = depth[k] + 1
     return int(depth[alive].max() - depth[held].min()) if alive.any() else 0
-
-
-def _root_of(routing: tuple) -> tuple:
-    """The slot routing of the tree that is only its root (what every routing extends)."""
-    return (np.array([-2], np.int32), np.array([-1], np.int32), np.zeros(0, routing[2].dtype),
-            np.array([-1], np.int32), np.array([-1], np.int64), np.array([-1], np.int32), np.array(routing[6]))

@@ -123,11 +123,16 @@ class DuckDBSource(SqlSource):
     def _run(self, sql: str):
         import duckdb
         try:
-            if self.relation_ is not None:
-                return self.relation_.query(SOURCE_VIEW, sql)
-            return self._con.sql(sql)
+            return self._statement(sql)
         except duckdb.Error as exc:
             raise _duckdb_error(exc, self.description) from None
+
+    def _statement(self, sql: str):
+        """``sql`` run where the source's rows are: its relation's connection (the relation as a view), or
+        its own; DuckDB's errors as they are."""
+        if self.relation_ is not None:
+            return self.relation_.query(SOURCE_VIEW, sql)
+        return self._con.sql(sql)
 
     def _from_sql(self) -> str:
         if self.relation_ is not None:
@@ -180,7 +185,7 @@ class DuckDBSource(SqlSource):
         import duckdb
         sql = f"CREATE TEMPORARY TABLE {name} AS {select_sql}"
         try:
-            self.relation_.query(SOURCE_VIEW, sql) if self.relation_ is not None else self._con.execute(sql).fetchall()
+            self._statement(sql)
         except (duckdb.PermissionException, duckdb.OutOfMemoryException, duckdb.IOException) as exc:
             return first_line(exc)  # no room or no right: the fit routes from the root instead
         except duckdb.Error as exc:
