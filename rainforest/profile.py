@@ -23,6 +23,7 @@ from .profile_data import (ColumnProfile, Profile, midpoint, midpoints, quantile
 from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
                      check_numeric_target, check_weight_total, lower_bound, numeric_values, plain_numbers, present_rows)
+from .storage.arrow_numpy import arrow_values
 from .target_parts import target_grid
 from .threads import run_ranges
 from .value_keys import key_bins
@@ -137,7 +138,7 @@ class ProfileTask:
             self.update_label_range(p, arr)
             return
         if pa.types.is_integer(arr.type) and len(arr):  # counted by value (fast), as value_counts would
-            codes = arr.to_numpy()
+            codes = arrow_values(arr)
             lo, hi = _value_range(codes)
             if hi - lo <= 1 << 16 and -(1 << 62) < int(lo) and int(hi) < 1 << 62:
                 counts = np.bincount(codes.astype(np.int64) - int(lo))

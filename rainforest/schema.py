@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DataError
+from .storage.arrow_numpy import arrow_values, numpy_column
 from .profile_data import midpoint
 from .split_scores import REGRESSION_CHANNELS
 from .value_keys import KEY_MISSING, KeyBins, value_of_key
@@ -64,7 +65,7 @@ def numeric_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
         arr = pc.cast(arr, pa.float64(), safe=False)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    return arr.to_numpy(zero_copy_only=False)
+    return arrow_values(arr)
 
 
 def plain_numbers(arr) -> np.ndarray:
@@ -76,7 +77,7 @@ def plain_numbers(arr) -> np.ndarray:
     typ = arr.type
     if isinstance(arr, pa.Array) and not arr.null_count and (
             (pa.types.is_integer(typ) or pa.types.is_floating(typ)) and typ != pa.float16()):
-        values = arr.to_numpy(zero_copy_only=True)
+        values = arrow_values(arr)
     else:
         values = numeric_values(arr)
     view = values.view()
@@ -229,6 +230,13 @@ class Label:
         ``(sum w, sum w y, sum w y**2)``."""
         return REGRESSION_CHANNELS if self.regression else len(self.classes)
 
+    def _class_set(self, typ: pa.DataType) -> pa.Array:
+        """The classes as an Arrow array of type ``typ`` (integer classes without ``pa.array``: see
+        :mod:`rainforest.storage.arrow_numpy`)."""
+        if pa.types.is_integer(typ):
+            return numpy_column(np.asarray(self.classes)).cast(typ)
+        return pa.array(self.classes, type=typ)
+
     def codes(self, arr, absent: np.ndarray | None = None) -> np.ndarray:
         """The class code of every row (a regressor's: the target less ``shift``, as float64).  ``absent``
         flags rows of weight 0: they count as absent (:func:`present_rows`), so their labels need not be
@@ -245,11 +253,11 @@ class Label:
             arr = pc.if_else(pa.array(absent), pa.scalar(self.classes[0], arr.type), arr)
         if arr.null_count:
             raise DataError(f"the target column {self.name!r} has {arr.null_count} null values")
-        idx = pc.index_in(arr, value_set=pa.array(self.classes, type=arr.type))
+        idx = pc.index_in(arr, value_set=self._class_set(arr.type))
         if idx.null_count:
             bad = arr.filter(idx.is_null())[0].as_py()
             raise DataError(f"the target column {self.name!r} has a value {bad!r} not seen when profiling")
-        return idx.to_numpy(zero_copy_only=False).astype(np.int32)
+        return arrow_values(idx).astype(np.int32)
 
 
 NO_DENSE_SLOTS = 1 << 40  # a keyed attribute's slots, as dense AVC-group offsets count them

@@ -7,6 +7,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from .arrow_numpy import numpy_column
 from .base import Source, SourceError
 
 
@@ -58,7 +59,7 @@ def as_table(X, y=None, *, target: str = "class", sample_weight=None,
         if arr.dtype == object:
             table = pa.table({k: pa.array(list(v), from_pandas=True) for k, v in cols.items()})
         else:
-            table = pa.table(cols)
+            table = pa.Table.from_arrays([numpy_column(v) for v in cols.values()], names=list(cols))
         has_names = False
     names = [n for n in table.column_names]
     for n in names:
@@ -66,8 +67,8 @@ def as_table(X, y=None, *, target: str = "class", sample_weight=None,
             raise SourceError(f"column names must be strings, got {n!r}")
     if y is not None:
         y_arr = y.to_numpy() if hasattr(y, "to_numpy") and not isinstance(y, np.ndarray) else y
-        y_arr = pa.array(np.asarray(y_arr) if not isinstance(y_arr, (pa.Array, pa.ChunkedArray)) else y_arr,
-                         from_pandas=True) if not isinstance(y_arr, (pa.Array, pa.ChunkedArray)) else y_arr
+        if not isinstance(y_arr, (pa.Array, pa.ChunkedArray)):
+            y_arr = numpy_column(np.asarray(y_arr), nan_as_null=True)
         if len(y_arr) != table.num_rows:
             raise SourceError(f"X has {table.num_rows} rows but y has {len(y_arr)}")
         if target in names:
@@ -77,5 +78,5 @@ def as_table(X, y=None, *, target: str = "class", sample_weight=None,
         w = np.asarray(sample_weight, dtype=np.float64)
         if w.shape != (table.num_rows,):
             raise SourceError(f"sample_weight has shape {w.shape}, expected ({table.num_rows},)")
-        table = table.append_column(weight_column, pa.array(w))
+        table = table.append_column(weight_column, numpy_column(w))
     return table, names, has_names
