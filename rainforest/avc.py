@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from .count_bins import CountedSlots, counted_slot, counted_slots
 from .counting import add_row
-from .rows import RowBlock, descend, encode_rows
+from .rows import KeptRows, RowBlock, advance_kept, descend, encode_rows
 from .schema import CATEGORICAL, Schema
 from .target_parts import NO_GRID, accumulate_parts
 
@@ -156,7 +156,9 @@ class AvcPass:
     that keeps partitions where they are read (a Dask cluster's workers) keep them encoded
     (:meth:`encode`) and count them again at later passes (:meth:`count_piece`); ``alive`` then marks
     the tree's nodes whose rows are counted now or later (the frontier), so that a kept piece drops
-    the rows that reached a leaf for good.
+    the rows that reached a leaf for good.  A worker keeps a partition's pieces grouped by node
+    (:meth:`hold`), and a later pass moves them down to its nodes and counts each node's rows in
+    sequence (:meth:`count_held`), as rows kept in one process are.
     """
 
     schema: Schema
@@ -171,6 +173,7 @@ class AvcPass:
     spill: object = None
     store: object = None
     alive: np.ndarray | None = None
+    n_children: np.ndarray | None = None  # per tree node, with ``store``: how kept rows move down (hold)
     counted: CountedSlots | None = None
     grid: np.ndarray = field(default_factory=lambda: NO_GRID)  # a regressor's exact parts (target_parts.py)
 
@@ -217,6 +220,23 @@ class AvcPass:
             if len(rows) - np.count_nonzero(alive) > len(rows) // 8:  # a copy only when it pays
                 rows.keep(alive)
         return state
+
+    def hold(self, pieces: list) -> KeptRows | None:
+        """A partition's pieces, counted by this pass, as a worker keeps them for later passes: grouped by
+        the node each row has reached (None: no rows)."""
+        return KeptRows.of_blocks(pieces, len(self.routing[1])) if pieces else None
+
+    def count_held(self, state: AvcState, held: KeptRows | None) -> AvcState:
+        """Count what :meth:`hold` kept, moved down to this pass's nodes first."""
+        if held is None:
+            return state
+        self.advance(held)
+        return self.count_kept(state, held)
+
+    def advance(self, held: KeptRows) -> None:
+        """Move held rows down to this pass's nodes, leaving out those no node counts any more."""
+        advance_kept(held, self.routing, self.n_children, self.alive)
+        held.release_spare()
 
     def count(self, state: AvcState, rows: RowBlock) -> AvcState:
         """Count encoded rows (from a data pass or the spill folder) at their frontier nodes."""

@@ -126,6 +126,12 @@ class WeighedTask:
     def count_piece(self, state, piece):
         return self.inner.count_piece(state, piece)
 
+    def hold(self, pieces: list):
+        return self.inner.hold(pieces)
+
+    def count_held(self, state, held):
+        return self.inner.count_held(state, held)
+
 
 @dataclass
 class SplitTask:

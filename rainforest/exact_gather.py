@@ -317,6 +317,16 @@ class ValuePass:
             order, starts, ends = group_rows(rows.node, task.node_pos, task.n_nodes, 4 * numba.get_num_threads())
         return self._add(state, rows.S, rows.y, rows.w, order, starts, ends)
 
+    def hold(self, pieces: list):
+        return self.level.hold(pieces)
+
+    def count_held(self, state: ValueState, held) -> ValueState:
+        """Add the candidate rows of a worker's kept partition (:meth:`rainforest.avc.AvcPass.hold`)."""
+        if held is None:
+            return state
+        self.level.advance(held)
+        return self.count_kept(state, held)
+
     def count_kept(self, state: ValueState, kept) -> ValueState:
         """Add the candidate rows kept in memory (a :class:`rainforest.rows.KeptRows`)."""
         starts, ends = kept.spans(self.level.node_pos, self.level.n_nodes)

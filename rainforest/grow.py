@@ -322,7 +322,9 @@ class _Growth:
 
         def make_task(node_pos):
             return AvcPass(self.schema, level.routing, node_pos, len(chunk), self.n_channels, self.class_weight,
-                           self.weighted, attrs, store=self.supply.store, counted=self.counted)
+                           self.weighted, attrs, store=self.supply.store, counted=self.counted,
+                           alive=level.alive(len(self.nodes.feature)),
+                           n_children=np.asarray(self.nodes.n_children, np.int64))
 
         found = [None] * len(chunk)
         for from_memory in (False, True):
@@ -372,6 +374,7 @@ class _Growth:
             # the nodes whose rows are counted at this level or later: a worker's kept rows (a Dask store) and
             # a database's node table drop the others'
             task.alive = level.alive(len(nodes.feature))
+            task.n_children = np.asarray(nodes.n_children, np.int64)
             if level.pull and not from_memory:
                 task.keep_into = supply.kept = KeptRows(
                     level.pull, [nodes.n_node_samples[n] for n in level.pull], len(nodes.feature), self.n_attr,

@@ -276,6 +276,21 @@ class KeptRows:
         self.group_of[self.nodes] = np.arange(len(self.nodes))
         self.spare = None  # the second buffer :meth:`regroup` moves rows into
 
+    @classmethod
+    def of_blocks(cls, blocks: list[RowBlock], n_tree_nodes: int) -> "KeptRows":
+        """The rows of ``blocks`` (in row order, each at the node it has reached), grouped by node: a
+        Dask worker's kept partition (:meth:`rainforest.avc.AvcPass.hold`)."""
+        first = blocks[0]
+        per_node = np.zeros(n_tree_nodes, np.int64)
+        for b in blocks:
+            per_node += np.bincount(b.node, minlength=n_tree_nodes)
+        nodes = np.flatnonzero(per_node)
+        kept = cls(list(nodes), list(per_node[nodes]), n_tree_nodes, first.S.shape[1], first.S.dtype, first.y.dtype,
+                   len(first.w) > 0)
+        for b in blocks:
+            kept.add(b)
+        return kept
+
     @property
     def size(self) -> int:
         return int((self.ends - self.starts).sum())
@@ -294,6 +309,11 @@ class KeptRows:
         elif not _keep_rows(block.S, block.y, block.w, block.node, self.group_of, self.limits, self.ends,
                           self.S, self.y, self.w):  # the counts were exact, so this is a bug
             raise RuntimeError("more rows reached the kept nodes than the counting found")
+
+    def release_spare(self) -> None:
+        """Drop :meth:`regroup`'s second buffer: a worker keeps many partitions, and regroups one at a time."""
+        self.spare = None
+        self.branch = None
 
     def spans(self, node_pos: np.ndarray, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
         """``starts, ends`` of the rows of each counted node (``node_pos``: tree node -> index, or -1)."""
@@ -325,6 +345,28 @@ class KeptRows:
         self.S, self.y, self.w = S2, y2, w2
         self.nodes, self.starts, self.ends, self.limits = nodes, starts, ends, ends.copy()
         self.group_of = new_group
+
+
+def advance_kept(kept: KeptRows, routing: tuple, n_children: np.ndarray, alive: np.ndarray | None) -> None:
+    """Move kept rows down to the nodes a pass counts: one :meth:`KeptRows.regroup` per level the tree
+    has grown since they were placed (a worker's kept partition stands where the last pass left it);
+    ``alive`` (None: every node) flags the nodes whose rows are still needed.  Each step's groups are
+    exactly the nodes rows reach in it (a node split since is passed through whatever its flag), so no
+    two groups ever claim one node."""
+    first_child = routing[1]
+    internal = first_child >= 0
+    wanted = np.ones(len(first_child), bool) if alive is None else alive
+    while True:
+        holding = kept.nodes[kept.ends > kept.starts]
+        moving = holding[internal[holding]]
+        if len(moving) == 0:
+            return
+        reached = np.concatenate([np.arange(first_child[k], first_child[k] + n_children[k]) for k in moving])
+        staying = holding[~internal[holding]]
+        groups = np.zeros(len(first_child), bool)
+        groups[reached] = wanted[reached] | internal[reached]
+        groups[staying] = wanted[staying]
+        kept.regroup(routing, n_children, groups)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -9,7 +9,10 @@ process's memory while they fit the store's per-worker budget. Later passes of t
 submitted to the worker holding the partition (``workers=[home]``, ``allow_other_workers=True``)
 and count its pieces without reading the source; the task mutates the pieces it routes (their
 nodes, and drops the rows it will never count again), so the next pass starts where this one's
-routing ended.
+routing ended.  A task with ``hold(pieces)`` and ``count_held(state, held)`` keeps a partition in
+memory in a form of its own instead (the tree's: rows grouped by node, moved down a level at the
+next pass, counted node by node with no index), in the pieces' bytes (moving one partition's rows
+down takes a second copy of that partition while it runs).
 
 The store is a cache, never the only copy: a partition whose worker died, or that did not fit
 the budget, is read and encoded again from the source wherever the scheduler puts its task, and
@@ -101,9 +104,11 @@ def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, i
     if state is None:
         state = task.new_state()
     if pieces is not None or path is not None:  # kept here, in memory or on disk
-        if pieces is not None:
+        if isinstance(pieces, list):
             for piece in pieces:
                 state = task.count_piece(state, piece)
+        elif pieces is not None:  # what the task's hold made of them
+            state = task.count_held(state, pieces)
         else:
             state = _count_file(task, state, path)
         if progress is not None:
@@ -135,8 +140,15 @@ def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, i
     with _LOCK:
         in_memory = store.id not in _CLOSED and room and _HELD.get(store.id, 0) + size <= store.budget_bytes
         if in_memory:
-            _PIECES[key] = kept
             _HELD[store.id] = _HELD.get(store.id, 0) + size
+    if in_memory:
+        kept = task.hold(kept) if hasattr(task, "hold") else kept
+        with _LOCK:
+            in_memory = store.id not in _CLOSED  # else the fit ended meanwhile (and released its bytes)
+            if in_memory:
+                _PIECES[key] = kept
+        if not in_memory:
+            kept = []  # nothing to keep, in memory or on disk
     if not in_memory and kept and store.disk:  # the memory share filled up during this partition
         path = _new_file(store, index, n_rows)
         if path:

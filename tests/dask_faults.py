@@ -53,5 +53,12 @@ class StallOnce:
         self._stall()
         return self.inner.count_piece(state, piece)
 
+    def hold(self, pieces):
+        return self.inner.hold(pieces)
+
+    def count_held(self, state, held):
+        self._stall()
+        return self.inner.count_held(state, held)
+
     def merge(self, a, b):
         return self.inner.merge(a, b)

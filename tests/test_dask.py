@@ -302,8 +302,8 @@ def test_kept_partitions_drop_the_rows_of_finished_leaves(tmp_path, budget, monk
     write_agrawal_parquet(data, 30_000, function=1, n_files=N_FILES, seed=5)
     tree = DecisionTreeClassifier(algorithm="hybrid", **PARAMS).fit(data, target="class").tree_.to_json()
 
-    seen = []  # per counted piece: rows before, rows after, whether every row left is alive
-    count_piece = AvcPass.count_piece
+    seen = []  # per counted piece or kept partition: rows before, rows after, whether every row left is alive
+    count_piece, count_held = AvcPass.count_piece, AvcPass.count_held
 
     def watched(self, state, rows):
         before = len(rows)
@@ -312,7 +312,15 @@ def test_kept_partitions_drop_the_rows_of_finished_leaves(tmp_path, budget, monk
         seen.append((before, len(rows), alive))
         return state
 
+    def watched_held(self, state, held):  # a partition kept in memory, grouped by node (AvcPass.hold)
+        before = held.size
+        state = count_held(self, state, held)
+        alive = bool(self.alive[held.nodes[held.ends > held.starts]].all())
+        seen.append((before, held.size, alive))
+        return state
+
     monkeypatch.setattr(AvcPass, "count_piece", watched)
+    monkeypatch.setattr(AvcPass, "count_held", watched_held)
     clf = DecisionTreeClassifier(algorithm="hybrid", memory_budget=budget, **PARAMS).fit(DaskSource(data),
                                                                                        target="class")
     assert clf.tree_.to_json() == tree and clf.n_passes_ == 2
