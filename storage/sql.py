@@ -33,6 +33,7 @@ How rows cross (``transfer=``, decided once per source; the choice and its reaso
 from __future__ import annotations
 
 import logging
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Sequence
@@ -101,6 +102,7 @@ class SqlSource(Source):
     _copy = None  # the fit's RowCopy, while one lives
     _temp = None  # the fit's TempTables, while a fit pushes down
     kept_rows_name = "the fit's node table in the database"
+    _streamed_kinds = None  # the kinds of pass that streamed rows out while pushing down (warned once each)
 
     def relation(self) -> SqlRelation:
         return SqlRelation(self.dialect, self._from_sql(), self._row_id_sql(), self.schema, self._temp)
@@ -165,6 +167,8 @@ class SqlSource(Source):
         make = getattr(task, "sql_aggregate", None) if self.distributed else None
         query = make(self.relation()) if make is not None else None
         if query is None:
+            if self.distributed:
+                self._warn_streamed(task)
             self.count_pass(columns)
             return self.fold(task, list(columns), batch_size, progress)
         if query.reads_source:  # else it reads a temporary table of this fit's
@@ -177,6 +181,17 @@ class SqlSource(Source):
         if progress is not None:
             progress(query.rows)
         return state
+
+    def _warn_streamed(self, task) -> None:
+        """Pushing down, a pass that must see rows (a forest's, a boosting round's, BOAT's) streams them out
+        of the database: the user asked for rows that stay, so say so, once per kind of pass."""
+        kind = type(task).__name__
+        seen = self._streamed_kinds = self._streamed_kinds or set()
+        if kind not in seen:
+            seen.add(kind)
+            warnings.warn(f"transfer='aggregates': a pass of kind {kind} cannot be said as one aggregate query, so "
+                          f"the rows of {self.description} that it reads stream out of the database",
+                          RuntimeWarning, stacklevel=3)
 
     def column_values(self, expression: str, batch_size: int = 65536) -> Iterator[pa.Array]:
         """The values of one SQL ``expression`` over the rows, in the source's row order, in chunks

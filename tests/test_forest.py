@@ -1,8 +1,8 @@
 """Random forests grown together: shared passes, the hashed bootstrap, identical forests on every
 source, out-of-bag estimates, and accuracy beside scikit-learn's RandomForestClassifier."""
 import json
-
 import os
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -255,8 +255,15 @@ def test_identical_forests_from_duckdb(agrawal, transfer):
 
     params = dict(n_estimators=8, max_depth=5, random_state=2)
     ref = RandomForestClassifier(**params).fit(agrawal, target="class")
-    clf = RandomForestClassifier(**params).fit(DuckDBSource(parquet=agrawal, transfer=transfer), target="class")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = RandomForestClassifier(**params).fit(DuckDBSource(parquet=agrawal, transfer=transfer), target="class")
     assert clf.to_json() == ref.to_json()
+    # a forest's passes must see rows: pushing down, they stream out of the database, and it says so once
+    streamed = [str(w.message) for w in caught if "stream out of the database" in str(w.message)]
+    assert streamed == ([] if transfer == "rows" else [
+        "transfer='aggregates': a pass of kind ForestPass cannot be said as one aggregate query, so the rows of "
+        f"Parquet data {agrawal!r} read by DuckDB that it reads stream out of the database"])
     assert clf.n_passes_ == (ref.n_passes_ if transfer == "rows" else 1 + 5)  # aggregates: a query a level
 
 
