@@ -197,10 +197,12 @@ def profile_query(task, relation) -> AggregateQuery:
         for name, expr in steps:
             hashed = f"(SELECT *, {expr} AS {name} FROM {hashed}{d.fence}) AS {name}_"
         ctes.append(f"s AS (SELECT * FROM {hashed} ORDER BY hash LIMIT {int(task.sample_rows)})")
-        # per sampled column, its distinct values in the sample with their counts ...
+        # per sampled column, its distinct values in the sample with their counts (as INTEGER, so that the
+        # running sums below are PostgreSQL's bigint, not its numeric: 0.3-0.7 s of 6.5 s at 1M rows) ...
         value = "CASE g " + " ".join(f"WHEN {i} THEN a{j}" for i, j in enumerate(sampled)) + " END"
+        count = "CAST(count(*) AS INTEGER)" if task.sample_rows < 2**31 else "count(*)"
         ctes.append(f"c AS (SELECT g, {value} AS u, n FROM (SELECT {grouping_index([f'a{j}' for j in sampled], d)} "
-                    f"AS g, {', '.join(f'a{j}' for j in sampled)}, count(*) AS n FROM s "
+                    f"AS g, {', '.join(f'a{j}' for j in sampled)}, {count} AS n FROM s "
                     f"GROUP BY GROUPING SETS ({', '.join(f'(a{j})' for j in sampled)})) AS c0)")
         ctes.append("r AS (SELECT g, u, lead(u) OVER (PARTITION BY g ORDER BY u) AS hi, n, "
                     "sum(n) OVER (PARTITION BY g ORDER BY u ROWS UNBOUNDED PRECEDING) AS cum, "
