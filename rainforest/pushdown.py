@@ -204,7 +204,8 @@ def profile_query(task, relation) -> AggregateQuery:
         ctes.append(f"c AS (SELECT g, {value} AS u, n FROM (SELECT {grouping_index([f'a{j}' for j in sampled], d)} "
                     f"AS g, {', '.join(f'a{j}' for j in sampled)}, {count} AS n FROM s "
                     f"GROUP BY GROUPING SETS ({', '.join(f'(a{j})' for j in sampled)})) AS c0)")
-        ctes.append("r AS (SELECT g, u, lead(u) OVER (PARTITION BY g ORDER BY u) AS hi, n, "
+        # lead() ignores the frame: written with the running sum's, both are one window pass in PostgreSQL
+        ctes.append("r AS (SELECT g, u, lead(u) OVER (PARTITION BY g ORDER BY u ROWS UNBOUNDED PRECEDING) AS hi, n, "
                     "sum(n) OVER (PARTITION BY g ORDER BY u ROWS UNBOUNDED PRECEDING) AS cum, "
                     "sum(n) OVER (PARTITION BY g) AS total, count(*) OVER (PARTITION BY g) AS distinct_values "
                     "FROM c WHERE u IS NOT NULL)")
