@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DataError
-from .storage.arrow_numpy import arrow_values, numpy_column
 from .profile_data import midpoint
 from .split_scores import REGRESSION_CHANNELS
+from .storage.arrow_numpy import arrow_values, numpy_column
 from .value_keys import KEY_MISSING, KeyBins, value_of_key
 
 NUMERIC = 0
