@@ -10,6 +10,7 @@ docstring.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import warnings
 
@@ -21,7 +22,7 @@ from .combinations import Combinations, draw_combinations
 from .errors import DataError
 from .forest_file import ForestParts, check_forest_format, forest_document, read_forest
 from .forest_grow import ForestGrower, ForestSpec
-from .forest_oob import OobPass, oob_estimates, tree_input
+from .forest_oob import OobPass, oob_estimates, oob_from_rows, tree_input
 from .forest_rows import Columns
 from .inputs import feature_tables, in_memory_rows
 from .model_check import check_document
@@ -38,6 +39,8 @@ from .tree import Tree
 from .tree_setup import batch_size_for, class_weights, grow_params, profile_pass
 
 __all__ = ["ForestEstimator"]
+
+log = logging.getLogger("rainforest")
 
 
 class ForestEstimator:
@@ -150,7 +153,10 @@ class ForestEstimator:
             self.n_passes_per_level_ = grower.stats.passes_per_level
             self.grow_stats_ = grower.stats
             if self.oob_score:
-                self._set_oob(source, schema, batch_size)
+                rows = grower.rows_in_memory
+                usable = (rows is not None and combos is None and not warm and not schema.label.regression
+                          and (class_weight is None or bool(np.all(class_weight != 0))))
+                self._set_oob(source, schema, batch_size, rows if usable else None)
             else:
                 for name in self._oob_attributes:
                     if hasattr(self, name):
@@ -211,12 +217,23 @@ class ForestEstimator:
     def _thresholds(self) -> np.ndarray:
         return poisson_thresholds(self.bootstrap_rate_) if self.bootstrap_rate_ is not None else np.empty(0, np.int64)
 
-    def _set_oob(self, source, schema: Schema, batch_size: int) -> None:
+    def _set_oob(self, source, schema: Schema, batch_size: int, rows=None) -> None:
+        """The out-of-bag attributes: from ``rows`` (every row of the fit, encoded, kept in memory, in row
+        order; a classifier's without Forest-RC or class weights of 0) where given and no row has weight
+        0, else from a pass.  (A row of weight 0 is left out of the profile, so its value may fall
+        between an exact attribute's values, or its category be unseen: its slot does not say how the
+        trees route it, and it gets an estimate though it does not count.)"""
         columns = list(self._base_names()) + [schema.label.name] + ([schema.weight] if schema.weight else [])
         task = OobPass(self._encoder(), self.estimators_, self.tree_seeds_, self.combinations_, self._leaf_values,
                        self._thresholds(), self._n_outputs(), schema.label, schema.weight)
-        estimates, y, counted, uncovered = oob_estimates(source.run_pass(task, columns, batch_size),
-                                                         self._n_outputs())
+        if (rows is not None and list(rows.nodes) == [0] and rows.size == self.n_rows_
+                and (len(rows.w) == 0 or bool(np.all(rows.w != 0)))):
+            log.info("out-of-bag estimates from the %s rows kept in memory (no pass over the data)",
+                     f"{rows.size:,}")
+            state = oob_from_rows(task, rows, schema.attributes)
+        else:
+            state = source.run_pass(task, columns, batch_size)
+        estimates, y, counted, uncovered = oob_estimates(state, self._n_outputs())
         self._set_oob_estimates(estimates, y, counted)
         if uncovered:
             warnings.warn("some rows are in the bootstrap of every tree, so they have no out-of-bag estimate; "

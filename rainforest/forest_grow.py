@@ -137,6 +137,7 @@ class ForestGrower:
         room = budget // 4
         self.keep = (params.hybrid and local and n_rows > 0 and n_rows * columns.row_bytes() <= room)
         self.kept: KeptRows | None = None  # every row, one group (forest_rows.data_rows)
+        self.rows_in_memory: KeptRows | None = None  # the same, after growth: the out-of-bag pass may read them
         # The row store on disk: rows that do not fit memory are written once, in row order, by the first
         # growth pass, and every later pass reads them there (the multiplicities come from the positions).
         self.write = params.write and local and not self.keep and n_rows > 0 and self.max_depth > 1
@@ -166,7 +167,7 @@ class ForestGrower:
                     self.spill = None
         if self.kept is not None:
             self.stats.kept_rows = self.kept.size
-            self.kept = None
+            self.rows_in_memory, self.kept = self.kept, None
         return self.trees
 
     def _plan(self, frontier: np.ndarray) -> tuple[np.ndarray, list]:

@@ -4,6 +4,10 @@ A row's multiplicity in a tree's bootstrap is recomputed from its hash and the t
 (:mod:`rainforest.bootstrap`), so the pass needs no stored sample: it routes every row down
 the trees where its multiplicity is 0 and sums what their leaves predict (class distributions,
 or a regressor's mean targets).
+
+Where the fit kept every encoded row in memory (RF-Hybrid), :func:`oob_from_rows` reads them there
+instead of passing over the data again: each slot stands for a value the trees route as they route
+every value of that slot (:func:`slot_values`), so the votes are the pass's, row for row.
 """
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ import pyarrow as pa
 
 from .bootstrap import seed_keys
 from .forest_kernels import bootstrap_block
-from .schema import Label, Schema, numeric_values
+from .schema import CATEGORICAL, Label, Schema, numeric_values
+from .value_keys import values_of
 
 
 def tree_input(combinations, X: np.ndarray) -> np.ndarray:
@@ -52,6 +57,11 @@ class OobPass:
         # a regressor's target as given, not less the shift (the fit refused bad targets in these rows)
         y = numeric_values(label) if self.label.regression else self.label.codes(label, absent=absent)
         counted = np.ones(len(y), bool) if absent is None else ~absent
+        state.append(self.block(first_row, X, y, counted))
+        return state
+
+    def block(self, first_row: int, X: np.ndarray, y: np.ndarray, counted: np.ndarray) -> tuple:
+        """The state's block of the rows from ``first_row`` whose feature values are ``X``."""
         n = len(y)
         votes = np.zeros((n, self.n_outputs))
         n_oob = np.zeros(n, np.int64)
@@ -64,11 +74,43 @@ class OobPass:
                 leaves = tree.apply(tree_input(self.combinations[t], X[out]))
                 votes[out] += self.leaf_values(t)[leaves]
                 n_oob[out] += 1
-        state.append((first_row, votes, n_oob, y, counted))
-        return state
+        return first_row, votes, n_oob, y, counted
 
     def merge(self, a: list, b: list) -> list:
         return a + b
+
+
+def slot_values(attributes: list, S: np.ndarray) -> np.ndarray:
+    """Feature values (as :meth:`rainforest.schema.Schema.encode` gives them) that a fitted tree routes
+    as it routes the rows whose encoded slots ``S`` holds: a bin's upper edge (+inf above the last; a
+    binned split's threshold is a bin edge), an exact attribute's value itself (its slot is the value's
+    rank, or, keyed, its bits), a category's code, and NaN for a missing value."""
+    X = np.empty(S.shape, np.float64)
+    for j, a in enumerate(attributes):
+        slots = S[:, j].astype(np.int64)
+        if a.kind == CATEGORICAL:
+            x = slots.astype(np.float64)
+        elif a.keys is not None:
+            x = values_of(np.where(slots >= a.n_slots, 0, slots))
+        else:
+            edges = np.append(np.asarray(a.cuts, np.float64), np.inf)
+            x = edges[np.minimum(slots, len(edges) - 1)]
+        x[slots >= a.n_slots] = np.nan
+        X[:, j] = x
+    return X
+
+
+def oob_from_rows(task: OobPass, rows, attributes: list, block: int = 65536) -> list:
+    """:class:`OobPass`'s state from every row of the data kept encoded in memory, in row order (a
+    :class:`rainforest.rows.KeptRows` of one group: the forest's RF-Hybrid rows) instead of a pass:
+    a classifier's, whose kept class codes are the pass's, with no row of weight 0 (whose slot may not
+    say how the trees route its value: see ``ForestEstimator._set_oob``)."""
+    state = []
+    for lo in range(0, rows.size, block):
+        hi = min(rows.size, lo + block)
+        X = np.ascontiguousarray(slot_values(attributes, rows.S[lo:hi]))
+        state.append(task.block(lo, X, rows.y[lo:hi].astype(np.int32), np.ones(hi - lo, bool)))
+    return state
 
 
 def oob_estimates(blocks: list, n_outputs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:

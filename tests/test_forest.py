@@ -140,7 +140,8 @@ def test_trees_grown_in_memory_a_chunk_at_a_time_equal_the_forest_grown_by_passe
         chunked = RandomForestClassifier(memory_budget=budget, n_jobs=n_jobs, **params).fit(table, target="class")
         assert 1 <= chunked.grow_stats_.trees_grown_together < 6  # several chunks
         assert chunked.grow_stats_.kept_rows == table.num_rows
-        assert chunked.n_passes_ == 2 + oob < passes.n_passes_  # profiling, keeping the rows, out of bag
+        # profiling, keeping the rows (the out-of-bag estimates read the kept rows)
+        assert chunked.n_passes_ == 2 < passes.n_passes_
         assert chunked.to_json() == passes.to_json(), n_jobs
         if oob:
             assert chunked.oob_score_ == passes.oob_score_
@@ -244,7 +245,7 @@ def test_identical_forests_across_n_jobs_batch_sizes_and_sources(agrawal):
         assert clf.to_json() == text, name
         assert clf.oob_score_ == ref.oob_score_, name
         np.testing.assert_array_equal(clf.oob_decision_function_, ref.oob_decision_function_, err_msg=name)
-    assert ref.n_passes_ == 3  # profiling, the level kept in memory, out of bag
+    assert ref.n_passes_ == 2  # profiling, the level kept in memory (out of bag: from the kept rows)
     assert fits["dask"].n_passes_ == fits["read"].n_passes_ == 1 + 6 + 1  # a distributed source keeps no rows
 
 
@@ -279,7 +280,7 @@ def test_identical_forests_from_postgresql(agrawal, postgres_url, transfer):
                                                target="class")
     assert clf.to_json() == ref.to_json() and clf.oob_score_ == ref.oob_score_
     if transfer == "rows":  # one query: growth and the OOB pass read the fit's local copy of the rows
-        assert ref.n_passes_ == 3 and clf.n_passes_ == 1
+        assert ref.n_passes_ == 2 and clf.n_passes_ == 1
     else:  # rows stay in the database: one pass per level
         assert clf.n_passes_ == 1 + 5 + 1
 
@@ -482,3 +483,25 @@ def test_ccp_alpha_prunes_every_tree_of_the_forest():
     assert not np.array_equal(pruned.oob_decision_function_, full.oob_decision_function_)
     with pytest.raises(ValueError, match="ccp_alpha"):
         RandomForestClassifier(ccp_alpha=-1.0).fit(X[:100], y[:100])
+
+
+@pytest.mark.parametrize("name", ["adult_train", "letter"])  # categories and missing values; 26 classes
+@pytest.mark.parametrize("max_bins", [255, None])
+@pytest.mark.parametrize("weights", ["none", "positive", "some zero"])
+def test_out_of_bag_estimates_from_the_kept_rows_are_the_pass(name, max_bins, weights):
+    """RF-Hybrid keeps every encoded row; the out-of-bag estimates are then read from them, with no
+    pass over the data, and equal the pass's (RF-Read's) to the last bit.  A row of weight 0 is
+    not in the profile, so its slot does not say how the trees route it: then the pass is made."""
+    table = pq.read_table(dataset_path(name))
+    w = np.random.default_rng(4).integers(0 if weights == "some zero" else 1, 4, table.num_rows).astype(float)
+    fit = dict(target="class", **({} if weights == "none" else {"sample_weight": w}))
+    params = dict(n_estimators=6, max_depth=6, random_state=1, oob_score=True, max_bins=max_bins)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # rows in every tree's bootstrap: 6 trees
+        kept = RandomForestClassifier(**params).fit(table, **fit)
+        read = RandomForestClassifier(algorithm="read", **params).fit(table, **fit)
+    assert kept.to_json() == read.to_json()
+    assert kept.oob_score_ == read.oob_score_
+    np.testing.assert_array_equal(kept.oob_decision_function_, read.oob_decision_function_)
+    assert kept.grow_stats_.kept_rows == table.num_rows
+    assert kept.n_passes_ == (3 if weights == "some zero" else 2)  # the profile, the rows kept (, the OOB pass)
