@@ -154,9 +154,11 @@ class ForestEstimator:
             self.grow_stats_ = grower.stats
             if self.oob_score:
                 rows = grower.rows_in_memory
-                usable = (rows is not None and combos is None and not warm and not schema.label.regression
+                usable = (rows is not None and not warm and not schema.label.regression
                           and (class_weight is None or bool(np.all(class_weight != 0))))
-                self._set_oob(source, schema, batch_size, rows if usable else None)
+                inputs = None if combos is None else [  # each tree's columns among the kept ones
+                    np.concatenate([np.arange(p), p + t * per_tree + np.arange(per_tree)]) for t in range(n_new)]
+                self._set_oob(source, schema, batch_size, (rows, columns.attributes, inputs) if usable else None)
             else:
                 for name in self._oob_attributes:
                     if hasattr(self, name):
@@ -217,20 +219,22 @@ class ForestEstimator:
     def _thresholds(self) -> np.ndarray:
         return poisson_thresholds(self.bootstrap_rate_) if self.bootstrap_rate_ is not None else np.empty(0, np.int64)
 
-    def _set_oob(self, source, schema: Schema, batch_size: int, rows=None) -> None:
-        """The out-of-bag attributes: from ``rows`` (every row of the fit, encoded, kept in memory, in row
-        order; a classifier's without Forest-RC or class weights of 0) where given and no row has weight
+    def _set_oob(self, source, schema: Schema, batch_size: int, kept=None) -> None:
+        """The out-of-bag attributes: from ``kept`` (``(rows, attributes, inputs)``: every row of the fit,
+        encoded, kept in memory in row order, a classifier's without class weights of 0; the kept
+        columns' attributes; each tree's columns among them, or None) where given and no row has weight
         0, else from a pass.  (A row of weight 0 is left out of the profile, so its value may fall
         between an exact attribute's values, or its category be unseen: its slot does not say how the
         trees route it, and it gets an estimate though it does not count.)"""
         columns = list(self._base_names()) + [schema.label.name] + ([schema.weight] if schema.weight else [])
         task = OobPass(self._encoder(), self.estimators_, self.tree_seeds_, self.combinations_, self._leaf_values,
                        self._thresholds(), self._n_outputs(), schema.label, schema.weight)
+        rows, attributes, inputs = kept or (None, None, None)
         if (rows is not None and list(rows.nodes) == [0] and rows.size == self.n_rows_
                 and (len(rows.w) == 0 or bool(np.all(rows.w != 0)))):
             log.info("out-of-bag estimates from the %s rows kept in memory (no pass over the data)",
                      f"{rows.size:,}")
-            state = oob_from_rows(task, rows, schema.attributes)
+            state = oob_from_rows(task, rows, attributes, inputs)
         else:
             state = source.run_pass(task, columns, batch_size)
         estimates, y, counted, uncovered = oob_estimates(state, self._n_outputs())

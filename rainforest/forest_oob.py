@@ -60,8 +60,9 @@ class OobPass:
         state.append(self.block(first_row, X, y, counted))
         return state
 
-    def block(self, first_row: int, X: np.ndarray, y: np.ndarray, counted: np.ndarray) -> tuple:
-        """The state's block of the rows from ``first_row`` whose feature values are ``X``."""
+    def block(self, first_row: int, X: np.ndarray, y: np.ndarray, counted: np.ndarray, inputs=None) -> tuple:
+        """The state's block of the rows from ``first_row`` whose feature values are ``X``; ``inputs`` (tree
+        index -> columns of ``X``), where ``X`` holds every tree's Forest-RC combinations already."""
         n = len(y)
         votes = np.zeros((n, self.n_outputs))
         n_oob = np.zeros(n, np.int64)
@@ -71,7 +72,8 @@ class OobPass:
             bootstrap_block(np.int64(first_row), s1, s2, self.thresholds, m)
             out = np.flatnonzero(m == 0)
             if len(out):
-                leaves = tree.apply(tree_input(self.combinations[t], X[out]))
+                rows = tree_input(self.combinations[t], X[out]) if inputs is None else X[out][:, inputs[t]]
+                leaves = tree.apply(np.ascontiguousarray(rows))
                 votes[out] += self.leaf_values(t)[leaves]
                 n_oob[out] += 1
         return first_row, votes, n_oob, y, counted
@@ -100,16 +102,18 @@ def slot_values(attributes: list, S: np.ndarray) -> np.ndarray:
     return X
 
 
-def oob_from_rows(task: OobPass, rows, attributes: list, block: int = 65536) -> list:
+def oob_from_rows(task: OobPass, rows, attributes: list, inputs=None, block: int = 65536) -> list:
     """:class:`OobPass`'s state from every row of the data kept encoded in memory, in row order (a
     :class:`rainforest.rows.KeptRows` of one group: the forest's RF-Hybrid rows) instead of a pass:
     a classifier's, whose kept class codes are the pass's, with no row of weight 0 (whose slot may not
-    say how the trees route its value: see ``ForestEstimator._set_oob``)."""
+    say how the trees route its value: see ``ForestEstimator._set_oob``).  ``attributes``: the kept
+    columns' (Forest-RC's combinations after the features); ``inputs``: each tree's columns among
+    them (None: the features, every tree)."""
     state = []
     for lo in range(0, rows.size, block):
         hi = min(rows.size, lo + block)
         X = np.ascontiguousarray(slot_values(attributes, rows.S[lo:hi]))
-        state.append(task.block(lo, X, rows.y[lo:hi].astype(np.int32), np.ones(hi - lo, bool)))
+        state.append(task.block(lo, X, rows.y[lo:hi].astype(np.int32), np.ones(hi - lo, bool), inputs))
     return state
 
 

@@ -505,3 +505,18 @@ def test_out_of_bag_estimates_from_the_kept_rows_are_the_pass(name, max_bins, we
     np.testing.assert_array_equal(kept.oob_decision_function_, read.oob_decision_function_)
     assert kept.grow_stats_.kept_rows == table.num_rows
     assert kept.n_passes_ == (3 if weights == "some zero" else 2)  # the profile, the rows kept (, the OOB pass)
+
+
+@pytest.mark.parametrize("name", ["adult_train", "magic"])
+def test_forest_rc_out_of_bag_estimates_from_the_kept_rows_are_the_pass(name):
+    """Forest-RC keeps its combinations' slots beside the features': each tree's out-of-bag votes are
+    read from its own columns of the kept rows, equal to the pass's, with no pass."""
+    table = pq.read_table(dataset_path(name))
+    params = dict(n_estimators=6, max_depth=6, random_state=1, oob_score=True, combination="linear", n_combined=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        kept = RandomForestClassifier(**params).fit(table, target="class")
+        read = RandomForestClassifier(algorithm="read", **params).fit(table, target="class")
+    assert kept.to_json() == read.to_json() and kept.n_passes_ == 2
+    assert kept.oob_score_ == read.oob_score_
+    np.testing.assert_array_equal(kept.oob_decision_function_, read.oob_decision_function_)
