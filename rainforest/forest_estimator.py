@@ -22,7 +22,7 @@ from .combinations import Combinations, draw_combinations
 from .errors import DataError
 from .forest_file import ForestParts, check_forest_format, forest_document, read_forest
 from .forest_grow import ForestGrower, ForestSpec
-from .forest_oob import OobPass, oob_estimates, oob_from_rows, tree_input
+from .forest_oob import OobPass, kept_blocks, oob_estimates, oob_from_rows, spilled_blocks, tree_input
 from .forest_rows import Columns
 from .inputs import feature_tables, in_memory_rows
 from .model_check import check_document
@@ -134,35 +134,37 @@ class ForestEstimator:
             grower = ForestGrower(source, columns, spec, params, budget, batch_size, self.verbose, profile.n_rows,
                              data_columns)
             grown = grower.grow()
-            trees = [self._to_tree(nodes, schema, combos, per_tree, t) for t, nodes in enumerate(grown)]
-            if self.ccp_alpha > 0:
-                trees = [cost_complexity_prune(t, self.ccp_alpha) for t in trees]
-            if warm:
-                self.estimators_ = self.estimators_ + trees
-                self.tree_seeds_ = np.concatenate([self.tree_seeds_, seeds])
-                self.combinations_ = self.combinations_ + self._tree_combinations(combos, per_tree, n_new)
-            else:
-                self.estimators_ = trees
-                self.tree_seeds_ = seeds
-                self.combinations_ = self._tree_combinations(combos, per_tree, n_new)
-            self.seed_ = seed
-            self.bootstrap_rate_ = spec.rate
-            self._set_fitted_inputs(schema.label.classes, data.features, data.has_names)
-            self._cache = {}
-            self.n_rows_ = profile.n_rows
-            self.n_passes_per_level_ = grower.stats.passes_per_level
-            self.grow_stats_ = grower.stats
-            if self.oob_score:
-                rows = grower.rows_in_memory
-                usable = (rows is not None and not warm and not schema.label.regression
-                          and (class_weight is None or bool(np.all(class_weight != 0))))
-                inputs = None if combos is None else [  # each tree's columns among the kept ones
-                    np.concatenate([np.arange(p), p + t * per_tree + np.arange(per_tree)]) for t in range(n_new)]
-                self._set_oob(source, schema, batch_size, (rows, columns.attributes, inputs) if usable else None)
-            else:
-                for name in self._oob_attributes:
-                    if hasattr(self, name):
-                        delattr(self, name)
+            try:  # the spill folder lives on for the out-of-bag estimates, and goes after them or an error
+                trees = [self._to_tree(nodes, schema, combos, per_tree, t) for t, nodes in enumerate(grown)]
+                if self.ccp_alpha > 0:
+                    trees = [cost_complexity_prune(t, self.ccp_alpha) for t in trees]
+                if warm:
+                    self.estimators_ = self.estimators_ + trees
+                    self.tree_seeds_ = np.concatenate([self.tree_seeds_, seeds])
+                    self.combinations_ = self.combinations_ + self._tree_combinations(combos, per_tree, n_new)
+                else:
+                    self.estimators_ = trees
+                    self.tree_seeds_ = seeds
+                    self.combinations_ = self._tree_combinations(combos, per_tree, n_new)
+                self.seed_ = seed
+                self.bootstrap_rate_ = spec.rate
+                self._set_fitted_inputs(schema.label.classes, data.features, data.has_names)
+                self._cache = {}
+                self.n_rows_ = profile.n_rows
+                self.n_passes_per_level_ = grower.stats.passes_per_level
+                self.grow_stats_ = grower.stats
+                if self.oob_score:
+                    usable = (not warm and not schema.label.regression
+                              and (class_weight is None or bool(np.all(class_weight != 0))))
+                    inputs = None if combos is None else [  # each tree's columns among the kept ones
+                        np.concatenate([np.arange(p), p + t * per_tree + np.arange(per_tree)]) for t in range(n_new)]
+                    self._set_oob(source, schema, batch_size, (grower, columns.attributes, inputs) if usable else None)
+                else:
+                    for name in self._oob_attributes:
+                        if hasattr(self, name):
+                            delattr(self, name)
+            finally:
+                grower.release()
         return self
 
     def _combinations(self, schema: Schema, profile, seeds) -> tuple:
@@ -229,13 +231,20 @@ class ForestEstimator:
         columns = list(self._base_names()) + [schema.label.name] + ([schema.weight] if schema.weight else [])
         task = OobPass(self._encoder(), self.estimators_, self.tree_seeds_, self.combinations_, self._leaf_values,
                        self._thresholds(), self._n_outputs(), schema.label, schema.weight)
-        rows, attributes, inputs = kept or (None, None, None)
-        if (rows is not None and list(rows.nodes) == [0] and rows.size == self.n_rows_
-                and (len(rows.w) == 0 or bool(np.all(rows.w != 0)))):
-            log.info("out-of-bag estimates from the %s rows kept in memory (no pass over the data)",
-                     f"{rows.size:,}")
-            state = oob_from_rows(task, rows, attributes, inputs)
-        else:
+        state = None
+        if kept is not None:
+            grower, attributes, inputs = kept
+            if grower.rows_in_memory is not None:
+                where, blocks = "memory", kept_blocks(grower.rows_in_memory)
+            elif grower.rows_on_disk is not None:
+                where, blocks = "the spill folder", spilled_blocks(grower.rows_on_disk, batch_size)
+            else:
+                where, blocks = None, None
+            if blocks is not None:
+                state = oob_from_rows(task, blocks, attributes, self.n_rows_, inputs)
+                if state is not None:
+                    log.info("out-of-bag estimates from the rows kept in %s (no pass over the data)", where)
+        if state is None:
             state = source.run_pass(task, columns, batch_size)
         estimates, y, counted, uncovered = oob_estimates(state, self._n_outputs())
         self._set_oob_estimates(estimates, y, counted)

@@ -20,7 +20,7 @@ from .grow import GrowParams
 from .in_bag import InBagCopies, count_spans, gather_in_bag, in_bag_fraction, partition_spans
 from .meter import PassMeter
 from .nodes import Nodes, joined_routing
-from .plan import lead_of
+from .plan import lead_of, pack_jobs
 from .rows import KeptRows
 from .rules import depth_limit, keeps_split, node_criterion, node_totals, pre_leaf, value_weights
 from .spill import Spill, room_for
@@ -138,6 +138,7 @@ class ForestGrower:
         self.keep = (params.hybrid and local and n_rows > 0 and n_rows * columns.row_bytes() <= room)
         self.kept: KeptRows | None = None  # every row, one group (forest_rows.data_rows)
         self.rows_in_memory: KeptRows | None = None  # the same, after growth: the out-of-bag pass may read them
+        self.rows_on_disk: Spill | None = None  # the spill folder, after growth, until release()
         # The row store on disk: rows that do not fit memory are written once, in row order, by the first
         # growth pass, and every later pass reads them there (the multiplicities come from the positions).
         self.write = params.write and local and not self.keep and n_rows > 0 and self.max_depth > 1
@@ -160,15 +161,23 @@ class ForestGrower:
                 while len(frontier):
                     frontier = self._level(frontier, level, PassCounter(self))
                     level += 1
-            finally:
-                if self.spill is not None:
-                    self.spill.report(self.stats)
-                    self.spill.remove()
-                    self.spill = None
+            except BaseException:
+                self.release()
+                raise
+            if self.spill is not None:  # kept for the out-of-bag estimates: release() removes it
+                self.spill.report(self.stats)
+                self.rows_on_disk, self.spill = self.spill, None
         if self.kept is not None:
             self.stats.kept_rows = self.kept.size
             self.rows_in_memory, self.kept = self.kept, None
         return self.trees
+
+    def release(self) -> None:
+        """Remove the spill folder (kept after growth for the out-of-bag estimates) and drop the kept rows."""
+        for spill in (self.spill, self.rows_on_disk):
+            if spill is not None:
+                spill.remove()
+        self.spill = self.rows_on_disk = self.rows_in_memory = None
 
     def _plan(self, frontier: np.ndarray) -> tuple[np.ndarray, list]:
         """The frontier's attributes (one row per job) and its packs: consecutive jobs whose
@@ -482,15 +491,3 @@ class InBagGroups:
             first = g.trees[t].first_child[int(jobs.node[x])]
             for b in branches:
                 self.span[(t, first + b)] = (int(child_start[r, b]), int(child_start[r, b + 1]))
-
-
-def pack_jobs(job_bytes: np.ndarray, cap: int):
-    """Consecutive ranges of jobs whose AVC-groups together fit ``cap`` bytes."""
-    lo, used = 0, 0
-    for j, b in enumerate(job_bytes):
-        if j > lo and used + b > cap:
-            yield lo, j
-            lo, used = j, 0
-        used += int(b)
-    if lo < len(job_bytes):
-        yield lo, len(job_bytes)

@@ -5,8 +5,8 @@ A row's multiplicity in a tree's bootstrap is recomputed from its hash and the t
 the trees where its multiplicity is 0 and sums what their leaves predict (class distributions,
 or a regressor's mean targets).
 
-Where the fit kept every encoded row in memory (RF-Hybrid), :func:`oob_from_rows` reads them there
-instead of passing over the data again: each slot stands for a value the trees route as they route
+Where the fit kept every encoded row in memory (RF-Hybrid) or in its spill folder,
+:func:`oob_from_rows` reads them there instead of passing over the data again: each slot stands for a value the trees route as they route
 every value of that slot (:func:`slot_values`), so the votes are the pass's, row for row.
 """
 from __future__ import annotations
@@ -102,19 +102,39 @@ def slot_values(attributes: list, S: np.ndarray) -> np.ndarray:
     return X
 
 
-def oob_from_rows(task: OobPass, rows, attributes: list, inputs=None, block: int = 65536) -> list:
-    """:class:`OobPass`'s state from every row of the data kept encoded in memory, in row order (a
-    :class:`rainforest.rows.KeptRows` of one group: the forest's RF-Hybrid rows) instead of a pass:
-    a classifier's, whose kept class codes are the pass's, with no row of weight 0 (whose slot may not
-    say how the trees route its value: see ``ForestEstimator._set_oob``).  ``attributes``: the kept
-    columns' (Forest-RC's combinations after the features); ``inputs``: each tree's columns among
-    them (None: the features, every tree)."""
-    state = []
+def kept_blocks(rows, block: int = 65536):
+    """``(first_row, S, y, w)`` of the rows kept in memory in row order (a :class:`rainforest.rows.KeptRows`
+    of one group, the forest's RF-Hybrid rows)."""
+    if list(rows.nodes) != [0]:  # not in row order
+        return
     for lo in range(0, rows.size, block):
         hi = min(rows.size, lo + block)
-        X = np.ascontiguousarray(slot_values(attributes, rows.S[lo:hi]))
-        state.append(task.block(lo, X, rows.y[lo:hi].astype(np.int32), np.ones(hi - lo, bool), inputs))
-    return state
+        yield lo, rows.S[lo:hi], rows.y[lo:hi], rows.w[lo:hi] if len(rows.w) else rows.w
+
+
+def spilled_blocks(spill, batch_size: int):
+    """``(first_row, S, y, w)`` of the rows the forest spilled, every row in row order (partition 0)."""
+    first = 0
+    for rows in spill.read([0], batch_size, update_nodes=False):
+        yield first, rows.S, rows.y, rows.w
+        first += len(rows)
+
+
+def oob_from_rows(task: OobPass, blocks, attributes: list, n_rows: int, inputs=None) -> list | None:
+    """:class:`OobPass`'s state from the encoded rows of the fit (``blocks``: :func:`kept_blocks` or
+    :func:`spilled_blocks`) instead of a pass: a classifier's, whose kept class codes are the pass's;
+    None where a row has weight 0 (its slot may not say how the trees route its value: see
+    ``ForestEstimator._set_oob``) or the blocks do not hold the ``n_rows`` rows.  ``attributes``: the
+    kept columns' (Forest-RC's combinations after the features); ``inputs``: each tree's columns among
+    them (None: the features, every tree)."""
+    state, seen = [], 0
+    for first, S, y, w in blocks:
+        if first != seen or (len(w) and not np.all(w != 0)):
+            return None
+        X = np.ascontiguousarray(slot_values(attributes, S))
+        state.append(task.block(first, X, y.astype(np.int32), np.ones(len(y), bool), inputs))
+        seen += len(y)
+    return state if seen == n_rows else None
 
 
 def oob_estimates(blocks: list, n_outputs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:

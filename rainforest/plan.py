@@ -157,3 +157,15 @@ def counted_slots_for(supply: RowSupply, schema: Schema, params, class_weight: n
         if group_bytes(dense.offsets(), np.arange(len(schema.attributes)), n_channels) <= avc_budget:
             return dense
     return binned
+
+
+def pack_jobs(job_bytes: np.ndarray, cap: int):
+    """Consecutive ranges of jobs whose AVC-groups together fit ``cap`` bytes."""
+    lo, used = 0, 0
+    for j, b in enumerate(job_bytes):
+        if j > lo and used + b > cap:
+            yield lo, j
+            lo, used = j, 0
+        used += int(b)
+    if lo < len(job_bytes):
+        yield lo, len(job_bytes)

@@ -189,8 +189,8 @@ def test_kept_rows_without_room_for_copies_are_counted_from_the_roots():
 def test_rows_that_do_not_fit_memory_are_spilled_once_and_read_from_there(extra, tmp_path, monkeypatch):
     """Adult's encoded rows (586 kB) do not fit a quarter of 2 MB: the first growth pass writes them
     to the spill folder in row order and every later level reads them there; the forest is the one
-    a pass per level grows, the data is read twice (and once more out of bag), and the folder is
-    gone after."""
+    a pass per level grows, the data is read twice (the out-of-bag estimates read the folder too),
+    and the folder is gone after."""
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the forest's spill goes to the temporary folder
@@ -202,7 +202,7 @@ def test_rows_that_do_not_fit_memory_are_spilled_once_and_read_from_there(extra,
         assert passes.n_passes_ > 1 + 5  # some levels took several reads
     stats = spilled.grow_stats_
     assert stats.kept_rows == 0 and stats.trees_grown_together == 0
-    assert spilled.n_passes_ == 2 + extra.get("oob_score", False) and spilled.n_passes_per_level_[1:] == [0] * 4
+    assert spilled.n_passes_ == 2 and spilled.n_passes_per_level_[1:] == [0] * 4
     width = len(spilled.feature_names_in_)
     assert stats.spill_bytes == table.num_rows * (width + 1 + 4 + (8 if "class_weight" in extra else 0))
     assert stats.spill_reads == passes.n_passes_ - 2 - extra.get("oob_score", False)
@@ -520,3 +520,41 @@ def test_forest_rc_out_of_bag_estimates_from_the_kept_rows_are_the_pass(name):
     assert kept.to_json() == read.to_json() and kept.n_passes_ == 2
     assert kept.oob_score_ == read.oob_score_
     np.testing.assert_array_equal(kept.oob_decision_function_, read.oob_decision_function_)
+
+
+@pytest.mark.parametrize("interrupt", [False, True])
+def test_a_spilled_forest_reads_its_out_of_bag_rows_from_the_spill_folder(tmp_path, monkeypatch, interrupt):
+    """Rows that do not fit memory are spilled by the first growth pass; the out-of-bag estimates read
+    them there (2 passes, not 3), equal to the pass's, and the folder is gone after them, or after an
+    interrupt during them."""
+    import tempfile
+
+    from rainforest import forest_estimator
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    table = pq.read_table(dataset_path("adult_train"))
+    params = dict(n_estimators=6, max_depth=6, random_state=1, oob_score=True)
+    read = RandomForestClassifier(algorithm="read", **params).fit(table, target="class")
+    seen = []
+    oob_from_rows = forest_estimator.oob_from_rows
+
+    def watched(task, blocks, *args):
+        seen.append([p.name for p in tmp_path.iterdir()])  # the spill folder, still there
+        if interrupt:
+            raise KeyboardInterrupt
+        return oob_from_rows(task, blocks, *args)
+
+    monkeypatch.setattr(forest_estimator, "oob_from_rows", watched)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        if interrupt:
+            with pytest.raises(KeyboardInterrupt):
+                RandomForestClassifier(memory_budget="2MB", **params).fit(table, target="class")
+        else:
+            spilled = RandomForestClassifier(memory_budget="2MB", **params).fit(table, target="class")
+            assert spilled.grow_stats_.kept_rows == 0 and spilled.grow_stats_.spill_bytes > 0
+            assert spilled.n_passes_ == 2 and read.n_passes_ == 8
+            assert spilled.to_json() == read.to_json() and spilled.oob_score_ == read.oob_score_
+            np.testing.assert_array_equal(spilled.oob_decision_function_, read.oob_decision_function_)
+    assert len(seen) == 1 and len(seen[0]) == 1 and seen[0][0].startswith("rainforest-")
+    assert list(tmp_path.iterdir()) == []
