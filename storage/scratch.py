@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import secrets
 import shutil
 import socket
 import tempfile
@@ -51,11 +52,21 @@ def remove_stale(parent: str | None) -> list[str]:
     return removed
 
 
-def scratch_folder(parent: str | None) -> str:
-    """A new, empty folder in ``parent`` (tempfile's default when None) named for this process and
-    machine, after removing the stale folders of dead processes beside it."""
+def scratch_name(parent: str | None) -> str:
+    """A fresh path for a scratch folder in ``parent`` (tempfile's default when None), named for this
+    process and machine, after removing the stale folders of dead processes beside it.  Not made yet:
+    a caller that holds the name before the folder exists can remove it after an interrupt that
+    lands while it is made (``mkdtemp``'s name is lost with its return)."""
     remove_stale(parent)
-    return tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-{host_tag()}-", dir=parent)
+    base = tempfile.gettempdir() if parent is None else parent
+    return os.path.join(base, f"{PREFIX}{os.getpid()}-{host_tag()}-{secrets.token_hex(6)}")
+
+
+def scratch_folder(parent: str | None) -> str:
+    """A new, empty folder at :func:`scratch_name` (owner-only, as ``mkdtemp`` makes it)."""
+    path = scratch_name(parent)
+    os.mkdir(path, 0o700)
+    return path
 
 
 def swap_in(new: str, path: str) -> None:
