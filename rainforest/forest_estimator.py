@@ -222,10 +222,10 @@ class ForestEstimator:
         return poisson_thresholds(self.bootstrap_rate_) if self.bootstrap_rate_ is not None else np.empty(0, np.int64)
 
     def _set_oob(self, source, schema: Schema, batch_size: int, kept=None) -> None:
-        """The out-of-bag attributes: from ``kept`` (``(rows, attributes, inputs)``: every row of the fit,
-        encoded, kept in memory in row order, a classifier's without class weights of 0; the kept
-        columns' attributes; each tree's columns among them, or None) where given and no row has weight
-        0, else from a pass.  (A row of weight 0 is left out of the profile, so its value may fall
+        """The out-of-bag attributes: from ``kept`` (``(grower, attributes, inputs)``: the grower holding
+        every row of the fit, encoded, in memory or in its spill folder, in row order, for a classifier
+        without class weights of 0; the kept columns' attributes; each tree's columns among them, or
+        None) where given and no row has weight 0, else from a pass.  (A row of weight 0 is left out of the profile, so its value may fall
         between an exact attribute's values, or its category be unseen: its slot does not say how the
         trees route it, and it gets an estimate though it does not count.)"""
         columns = list(self._base_names()) + [schema.label.name] + ([schema.weight] if schema.weight else [])

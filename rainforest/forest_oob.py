@@ -6,8 +6,9 @@ the trees where its multiplicity is 0 and sums what their leaves predict (class 
 or a regressor's mean targets).
 
 Where the fit kept every encoded row in memory (RF-Hybrid) or in its spill folder,
-:func:`oob_from_rows` reads them there instead of passing over the data again: each slot stands for a value the trees route as they route
-every value of that slot (:func:`slot_values`), so the votes are the pass's, row for row.
+:func:`oob_from_rows` reads them there instead of passing over the data again: each slot stands
+for a value the trees route as they route every value of that slot (:func:`slot_values`), so the
+votes are the pass's, row for row.
 """
 from __future__ import annotations
 
