@@ -31,7 +31,7 @@ from typing import Iterator
 
 import numpy as np
 
-from rainforest.storage.scratch import scratch_name, swap_in
+from rainforest.storage.scratch import scratch_folder, swap_in
 from .meter import log
 from .rows import RowBlock, column_dtypes, label_dtype
 from .schema import Schema
@@ -91,14 +91,12 @@ class Spill:
         self.reads = 0
         self._signals = contextlib.ExitStack()  # closed by remove(): the handlers live as long as the folder
         self._signals.enter_context(termination_as_interrupt(only_default=True))
-        # named before it is made, and made last: an interrupt while it is made (SIGTERM becomes one) removes it
-        self.root = scratch_name(parent)
-        try:
-            os.mkdir(self.root, 0o700)
-            log.info("rows spilled to %s", self.root)
+        try:  # the folder made last (an interrupt while it is made removes it there)
+            self.root = scratch_folder(parent)
         except BaseException:
-            self.remove()
+            self._signals.close()
             raise
+        log.info("rows spilled to %s", self.root)
 
     def _file(self, generation: int, part: int, kind: str) -> str:
         return os.path.join(self.root, f"gen-{generation}", f"part-{part}.{kind}")

@@ -52,20 +52,24 @@ def remove_stale(parent: str | None) -> list[str]:
     return removed
 
 
-def scratch_name(parent: str | None) -> str:
+def _scratch_name(parent: str | None) -> str:
     """A fresh path for a scratch folder in ``parent`` (tempfile's default when None), named for this
-    process and machine, after removing the stale folders of dead processes beside it.  Not made yet:
-    a caller that holds the name before the folder exists can remove it after an interrupt that
-    lands while it is made (``mkdtemp``'s name is lost with its return)."""
+    process and machine, after removing the stale folders of dead processes beside it."""
     remove_stale(parent)
     base = tempfile.gettempdir() if parent is None else parent
     return os.path.join(base, f"{PREFIX}{os.getpid()}-{host_tag()}-{secrets.token_hex(6)}")
 
 
 def scratch_folder(parent: str | None) -> str:
-    """A new, empty folder at :func:`scratch_name` (owner-only, as ``mkdtemp`` makes it)."""
-    path = scratch_name(parent)
-    os.mkdir(path, 0o700)
+    """A new, empty, owner-only folder at :func:`_scratch_name`.  Its name is known before it is made,
+    so an interrupt (SIGTERM becomes one) landing while it is made removes it: ``mkdtemp``'s name
+    is lost with its return, and so was the folder."""
+    path = _scratch_name(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
     return path
 
 

@@ -141,6 +141,26 @@ def test_stale_spill_folders_are_removed_and_live_ones_kept(tmp_path):
     assert remove_stale(str(tmp_path)) == []
 
 
+def test_an_interrupt_while_a_scratch_folder_is_made_leaves_none(tmp_path, monkeypatch):
+    """A SIGTERM becomes a KeyboardInterrupt; landing after the folder exists but before its name reached
+    the caller (inside mkdtemp, before), it left a folder nobody knew.  Now the name comes first."""
+    from rainforest.storage import scratch
+
+    made = os.mkdir
+
+    def mkdir_then_interrupt(path, mode=0o777):
+        made(path, mode)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scratch.os, "mkdir", mkdir_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        Spill(str(tmp_path), 3)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(scratch.os, "mkdir", made)
+    path = scratch.scratch_folder(str(tmp_path))  # owner-only, as mkdtemp made it
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o700 and os.listdir(path) == []
+
+
 def test_stale_temporary_outputs_are_removed(tmp_path):
     stale = tmp_path / f".model.json.{_dead_pid()}-x1y2z3.tmp"
     stale.write_text("")
