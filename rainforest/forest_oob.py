@@ -20,8 +20,8 @@ import pyarrow as pa
 
 from .bootstrap import seed_keys
 from .forest_kernels import bootstrap_block
-from .schema import CATEGORICAL, Label, Schema, numeric_values
-from .value_keys import values_of
+from .schema import Label, Schema, numeric_values
+from .slot_values import slot_values
 
 
 def tree_input(combinations, X: np.ndarray) -> np.ndarray:
@@ -81,26 +81,6 @@ class OobPass:
 
     def merge(self, a: list, b: list) -> list:
         return a + b
-
-
-def slot_values(attributes: list, S: np.ndarray) -> np.ndarray:
-    """Feature values (as :meth:`rainforest.schema.Schema.encode` gives them) that a fitted tree routes
-    as it routes the rows whose encoded slots ``S`` holds: a bin's upper edge (+inf above the last; a
-    binned split's threshold is a bin edge), an exact attribute's value itself (its slot is the value's
-    rank, or, keyed, its bits), a category's code, and NaN for a missing value."""
-    X = np.empty(S.shape, np.float64)
-    for j, a in enumerate(attributes):
-        slots = S[:, j].astype(np.int64)
-        if a.kind == CATEGORICAL:
-            x = slots.astype(np.float64)
-        elif a.keys is not None:
-            x = values_of(np.where(slots >= a.n_slots, 0, slots))
-        else:
-            edges = np.append(np.asarray(a.cuts, np.float64), np.inf)
-            x = edges[np.minimum(slots, len(edges) - 1)]
-        x[slots >= a.n_slots] = np.nan
-        X[:, j] = x
-    return X
 
 
 def kept_blocks(rows, block: int = 65536):

@@ -31,7 +31,7 @@ ENGINE_MODULES = ["atomic", "split_choice", "target_parts", "avc", "bayes_counts
                   "datasets", "errors", "forest_grow", "forest_kernels", "forest_oob", "forest_passes",
                   "forest_rows", "grow", "in_bag", "inputs", "meter", "model_fields", "nodes", "outputs",
                   "params", "partition", "plan", "profile", "profile_data", "pruning", "pushdown", "node_tables", "rowhash", "rows",
-                  "rules", "schema", "signals", "spill", "split_bounds", "split_scores", "sql", "subtree", "supply",
+                  "rules", "schema", "signals", "slot_values", "spill", "split_bounds", "split_scores", "sql", "subtree", "supply",
                   "threads", "tree", "tree_check", "tree_setup", "value_keys", "warm_up"]
 LEARNER_MODULES = ["base", "bayes", "boosted_source", "boosting", "class_resampling", "classifier_metrics",
                    "decision_threshold", "dot", "estimators", "evaluation", "forest", "forest_estimator", "forest_file",
