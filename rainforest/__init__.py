@@ -9,7 +9,7 @@ DecisionTreeRegressor
 NaiveBayesClassifier
     Naive Bayes in one pass (Gaussian or binned numerics, Laplace-corrected categories).
 AdaBoostClassifier
-    SAMME boosting of stumps, shallow trees or naive Bayes, one pass per round.
+    SAMME boosting of stumps or shallow trees (two passes in all) or naive Bayes (one pass per round).
 RandomForestClassifier
     Random forests (Forest-RI / Forest-RC) whose trees grow together, one pass per level.
 RandomForestRegressor

@@ -4,9 +4,13 @@ Boosting weights are never stored: each round's pass computes every row's
 weight from the learners so far (``exp(sum of alpha_j over the learners that
 got the row wrong)``) as the rows stream by, and counts with it.
 
-* Trees: a round grows the tree in the usual passes over a source that adds
-  the weight column (one pass for a stump); the round's weighted error is read
-  off the new tree's own leaves, so no other pass is needed.
+* Trees: every round grows its tree from the rows encoded once after the
+  profile (:mod:`rainforest.boost_store`; the weights computed as the store is
+  read), so a fit reads its source twice.  Where rows may not be kept in this
+  process (a Dask cluster, pushed-down SQL, ``algorithm="read"``), a round
+  grows the tree in the usual passes over a source that adds the weight column
+  (one pass for a stump).  The round's weighted error is read off the new
+  tree's own leaves, so no other pass is needed.
 * Naive Bayes: a learner's error needs its predictions, so each pass also
   splits the counts by whether the previous learner got the row right; its
   error and weight follow, and the new learner's counts are
@@ -23,6 +27,7 @@ import pyarrow as pa
 
 from .base import Classifier
 from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier, reading_model
+from .boost_store import BoostStore, StoreRound
 from .boosted_source import BoostedSource, SplitTask
 from .budget import parse_bytes
 from .dask_predict import lazy_on_dask
@@ -87,7 +92,9 @@ class AdaBoostClassifier(Classifier):
     n_passes_ : int
         Passes over the data made by ``fit``.
     n_passes_per_round_ : list of int
-        Passes each round took (the profiling and closing passes not included).
+        Passes each round took (the profiling and closing passes not included; trees
+        grown from the boosting store take none, and its encoding pass is listed as the
+        first round's).
     classes_ : ndarray
     feature_names_in_ : ndarray of str
         The feature columns.
@@ -138,7 +145,9 @@ class AdaBoostClassifier(Classifier):
                 self._fit_trees(base, run.data, run.kinds)
             else:
                 self._fit_bayes(base, run.data, run.kinds)
-            run.extra_passes = sum(self.n_passes_per_round_) + self._closing_passes
+            # passes made over the fit's source, not counted there: the rounds' over a weighted view of it
+            # (the boosting store's encoding pass is the source's own, listed as the first round's)
+            run.extra_passes = sum(self.n_passes_per_round_) + self._closing_passes - self._store_passes
             run.classes = self.classes_
         self.estimator_weights_ = np.array(self._alphas)
         self.estimator_errors_ = np.array(self.estimator_errors_)
@@ -204,15 +213,41 @@ class AdaBoostClassifier(Classifier):
         self.classes_ = np.asarray(schema.label.classes)
         k = len(self.classes_)
         params = grow_params(base, profile.n_rows)
-        boosted_schema = replace(schema, weight=BOOST_WEIGHT, _tables=None)
+        # boosting weights are fractions whatever the data's own: exact mode then counts a slot per value
+        # (plan.counted_slots_for), keeping every float of the trees
+        boosted_schema = replace(schema, weight=BOOST_WEIGHT, fractional_weights=True, _tables=None)
+        # the rounds read the encoded rows (rainforest/boost_store.py), not the source: where rows may
+        # stay in this process (not a cluster's, not a database's pushed-down ones) and on local disk
+        store, self._store_passes = None, 0
+        if base.algorithm in ("hybrid", "write") and not getattr(data.source, "distributed", False):
+            store = BoostStore.fill(data.source, schema, columns, batch_size, self.n_estimators, profile.n_rows,
+                                    budget, base.algorithm == "hybrid", base.spill_dir)
+            self._store_passes = int(store is not None)
+        try:
+            self._boost_trees(base, data, columns, schema, boosted_schema, params, budget, batch_size, profile.n_rows,
+                              k, store)
+        finally:
+            if store is not None:
+                store.remove()
+        self._closing_passes = 0
+
+    def _boost_trees(self, base, data, columns, schema, boosted_schema, params, budget, batch_size, n_rows, k,
+                     store: BoostStore | None):
+        """The rounds: each grows a tree from the store (the encoding pass counts as the first round's),
+        or from the source with the weights computed as its rows stream by."""
         log_norm = 0.0
         for _ in range(self.n_estimators):
-            source = BoostedSource(base=data.source, needed=columns,
-                                   weigh=self._weigher(schema.label, data.weight, log_norm, False),
-                                   added={BOOST_WEIGHT: pa.float64()})
-            tree, _ = grow_tree(source, boosted_schema, params, budget, batch_size, None, base.verbose,
-                                profile.n_rows)
-            self.n_passes_per_round_.append(source.n_passes)
+            if store is None:
+                source = BoostedSource(base=data.source, needed=columns,
+                                       weigh=self._weigher(schema.label, data.weight, log_norm, False),
+                                       added={BOOST_WEIGHT: pa.float64()})
+            else:
+                source = StoreRound(store=store, log_norm=log_norm, name=data.source.description,
+                                    arrow_schema=data.source.schema.append(pa.field(BOOST_WEIGHT, pa.float64())))
+            # the store's rows in memory take their room from the kept rows' quarter of the budget
+            held = replace(params, held_bytes=store.memory_bytes) if store is not None else params
+            tree, _ = grow_tree(source, boosted_schema, held, budget, batch_size, None, base.verbose, n_rows)
+            self.n_passes_per_round_.append(source.n_passes + (store is not None and not self.estimators_))
             leaves = tree.is_leaf
             total = tree.weighted_n_node_samples[0]
             err = float((tree.value[leaves].sum() - tree.value[leaves].max(axis=1).sum()) / total)
@@ -227,15 +262,16 @@ class AdaBoostClassifier(Classifier):
             self.estimator_errors_.append(err)
             if err <= 0:
                 break
+            if store is not None:
+                store.add_learner(tree, alpha)
             log_norm += math.log(total)
-        self._closing_passes = 0
 
     # -- naive Bayes ---------------------------------------------------------------------------
     def _fit_bayes(self, base: NaiveBayesClassifier, data, kinds):
         columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
         label_values = None
         log_norm = 0.0
-        self._closing_passes = 0
+        self._closing_passes = self._store_passes = 0
         for m in range(self.n_estimators + 1):
             label = Label(data.target, label_values or [])
             source = BoostedSource(base=data.source, needed=columns,

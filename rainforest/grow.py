@@ -58,6 +58,9 @@ class GrowParams:
     # ranks, the candidate bins' values gathered by a second read (rainforest/exact_gather.py); 0: one
     # slot per distinct value
     exact_bins: int = EXACT_BINS
+    # bytes of the kept rows' quarter of the budget that the caller holds already (a boosting store's
+    # rows in memory, rainforest/boost_store.py): RF-Hybrid keeps rows in what is left
+    held_bytes: int = 0
 
 
 @dataclass
@@ -176,7 +179,7 @@ class _Growth:
         # RF-Hybrid: rows of nodes whose families fit a quarter of the budget are kept in memory by
         # a data pass; their subtrees are then counted over those rows, costing no data pass.
         # Not from a distributed source: its passes return only AVC-groups, never rows.
-        self.memory_rows = (budget_bytes // 4) // row_bytes(schema, self.row_weights) \
+        self.memory_rows = max(0, budget_bytes // 4 - params.held_bytes) // row_bytes(schema, self.row_weights) \
             if params.hybrid and self.local else 0
         self.counted = counted_slots_for(supply, schema, params, class_weight, self.count_channels, avc_budget,
                                          self.memory_rows)

@@ -1,4 +1,5 @@
-"""AdaBoost (SAMME) out of core: one pass per round, weights recomputed as rows stream by."""
+"""AdaBoost (SAMME) out of core: trees boosted from rows encoded once (two passes over the data),
+or one pass per round with the weights recomputed as rows stream by."""
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -9,14 +10,20 @@ from rainforest import AdaBoostClassifier, DataError, DecisionTreeClassifier, Na
 from rainforest.storage import ParquetSource
 
 
-def test_boosted_stumps_beat_a_stump_on_adult_with_one_pass_per_round():
+def test_boosted_stumps_beat_a_stump_on_adult_reading_the_data_twice():
     train, test = dataset_path("adult_train"), dataset_path("adult_test")
     stump = DecisionTreeClassifier(max_depth=1).fit(train, target="class")
     source = ParquetSource(train)
     boosted = AdaBoostClassifier(n_estimators=20).fit(source, target="class")
-    assert boosted.n_passes_per_round_ == [1] * len(boosted.estimators_) and len(boosted.estimators_) == 20
-    assert boosted.n_passes_ == 20 + 1  # the rounds plus the profiling pass
+    # the profile, then one pass encoding the rows that every round reads (listed as the first round's)
+    assert boosted.n_passes_per_round_ == [1] + [0] * 19 and len(boosted.estimators_) == 20
+    assert boosted.n_passes_ == 2 and source.n_passes == 2
     assert boosted.score(test, target="class") > stump.score(test, target="class") + 0.05
+    # rounds that read the data (one pass a stump) boost the same stumps
+    read = AdaBoostClassifier(DecisionTreeClassifier(max_depth=1, algorithm="read"), n_estimators=20).fit(
+        train, target="class")
+    assert read.n_passes_ == 21 and read.n_passes_per_round_ == [1] * 20
+    assert [t.to_json() for t in read.estimators_] == [t.to_json() for t in boosted.estimators_]
 
 
 def test_boosted_stumps_beat_a_stump_on_magic():
@@ -25,7 +32,7 @@ def test_boosted_stumps_beat_a_stump_on_magic():
     train = rng.random(len(y)) < 0.7
     stump = DecisionTreeClassifier(max_depth=1).fit(X[train], y[train])
     boosted = AdaBoostClassifier(n_estimators=30).fit(X[train], y[train])
-    assert boosted.n_passes_ == 31
+    assert boosted.n_passes_ == 2
     assert boosted.score(X[~train], y[~train]) > stump.score(X[~train], y[~train]) + 0.03
 
 
@@ -84,28 +91,97 @@ def test_bad_learners_and_parameters():
         AdaBoostClassifier().fit(noise, target="y")
 
 
-def test_rounds_spill_the_rows_they_cannot_keep_and_boost_the_same_trees(monkeypatch):
-    """Adult's encoded rows (358 kB) pass a quarter of 300 kB: each round's tree spills them in its
-    first growth pass (with the round's weights) and reads its other levels from the spill folder,
-    one pass a round where RF-Read takes one a level; with 1 GB they are kept in memory.  The
-    trees and the estimator weights are RF-Read's in every case."""
-    from rainforest import spill as spill_module
-
-    commits = []
-    commit = spill_module.Spill.commit
-    monkeypatch.setattr(spill_module.Spill, "commit", lambda self: commits.append(1) or commit(self))
+def _weighted_adult():
+    """Adult with a weight column: fractional weights, and a row in 20 of weight 0."""
     table = pq.read_table(dataset_path("adult_train"))
+    rng = np.random.default_rng(3)
+    w = rng.choice([0.5, 1.0, 2.25], size=table.num_rows)
+    w[rng.random(table.num_rows) < 0.05] = 0.0
+    return table.append_column("w", pa.array(w))
 
-    def fit(algorithm, budget):
-        base = DecisionTreeClassifier(max_depth=4, max_bins=32, algorithm=algorithm, memory_budget=budget)
-        return AdaBoostClassifier(base, n_estimators=3).fit(table, target="class")
 
-    read = fit("read", "300KB")
-    assert read.n_passes_ == 1 + 3 * 4 and not commits
-    spilled = fit("hybrid", "300KB")
-    assert spilled.n_passes_ == 1 + 3 and len(commits) == 3  # one spill a round
-    kept = fit("hybrid", "1GB")
-    assert kept.n_passes_ == 1 + 3 and len(commits) == 3
-    for model in (spilled, kept):
+def _boost(table, budget, algorithm="hybrid", weight=None, spill_dir=None, max_bins=32, rounds=3):
+    base = DecisionTreeClassifier(max_depth=4, max_bins=max_bins, algorithm=algorithm, memory_budget=budget,
+                                  spill_dir=spill_dir)
+    return AdaBoostClassifier(base, n_estimators=rounds).fit(table, target="class", sample_weight=weight)
+
+
+@pytest.mark.parametrize("max_bins", [32, None], ids=["binned", "exact"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_rounds_grow_from_the_encoded_rows_kept_or_spilled_and_boost_the_same_trees(max_bins, weighted, tmp_path,
+                                                                                   monkeypatch):
+    """Adult's encoded rows (about 360 kB binned) fit a quarter of 1 GB but not of 300 kB (3 MB in exact
+    mode, whose slots are wider): the store keeps them
+    in memory or spills them, and every round grows its tree from there (2 passes over the data in all),
+    where RF-Read reads the data at every level of every round.  Trees, weights and errors are RF-Read's
+    bit for bit, with fractional weights and rows of weight 0 too."""
+    from rainforest import boost_store
+
+    where = []
+    fill = boost_store.BoostStore.fill.__func__
+    monkeypatch.setattr(boost_store.BoostStore, "fill", classmethod(
+        lambda cls, *a, **k: (lambda s: where.append(None if s is None else s.spill is not None) or s)(
+            fill(cls, *a, **k))))
+    table, weight = (_weighted_adult(), "w") if weighted else (pq.read_table(dataset_path("adult_train")), None)
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    read = _boost(table, "1GB", "read", weight, max_bins=max_bins)
+    assert read.n_passes_ == 1 + 3 * 4 and where == []
+    small = "300KB" if max_bins else "3MB"  # exact mode's AVC-groups need more (fnlwgt: 21k values)
+    for budget, spilled in (("1GB", False), (small, True)):
+        model = _boost(table, budget, weight=weight, spill_dir=str(spill_dir), max_bins=max_bins)
+        assert where[-1] is spilled
+        assert model.n_passes_ == 2 and model.n_passes_per_round_ == [1, 0, 0]
         assert [t.to_json() for t in model.estimators_] == [t.to_json() for t in read.estimators_]
         np.testing.assert_array_equal(model.estimator_weights_, read.estimator_weights_)
+        np.testing.assert_array_equal(model.estimator_errors_, read.estimator_errors_)
+        assert list(spill_dir.iterdir()) == []  # the store's folder (and every round's) is gone
+
+
+def test_the_rounds_weigh_by_the_learners_errors_kept_as_bits(monkeypatch):
+    """A mutation: a store that never marks a row wrong boosts other trees (round 2 on equal weights)."""
+    from rainforest import boost_store
+
+    table = pq.read_table(dataset_path("adult_train"))
+    good = _boost(table, "1GB")
+    monkeypatch.setattr(boost_store, "set_flags", lambda row, first, wrong: None)
+    bad = _boost(table, "1GB")
+    assert good.estimators_[0].to_json() == bad.estimators_[0].to_json()
+    assert good.estimators_[1].to_json() != bad.estimators_[1].to_json()
+
+
+@pytest.mark.parametrize("when", ["writing", "reading"])
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_the_store_folder_is_removed_after_an_error_or_an_interrupt(when, error, tmp_path, monkeypatch):
+    """An interrupt or an error while the store is written (the encoding pass) or read (a later round)
+    leaves no folder behind; while the fit runs, the store's folder is there."""
+    from rainforest import boost_store, spill
+
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    seen = []
+    if when == "writing":
+        append = spill.Spill._append
+        calls = []
+
+        def failing_append(self, p, rows):
+            calls.append(1)
+            if len(calls) == 2:
+                raise error("injected")
+            return append(self, p, rows)
+        monkeypatch.setattr(spill.Spill, "_append", failing_append)
+    else:
+        predicted = boost_store.predicted_classes
+
+        def failing_prediction(tree, attributes, S):
+            seen.append(len(list(spill_dir.iterdir())))
+            if len(seen) == 3:
+                raise error("injected")
+            return predicted(tree, attributes, S)
+        monkeypatch.setattr(boost_store, "predicted_classes", failing_prediction)
+    with pytest.raises(error, match="injected"):
+        _boost(pq.read_table(dataset_path("adult_train")), "300KB", spill_dir=str(spill_dir))
+    if when == "reading":
+        assert seen and min(seen) >= 1  # the store's folder, while the rounds read it
+    assert list(spill_dir.iterdir()) == []
+
