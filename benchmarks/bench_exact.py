@@ -120,24 +120,14 @@ def main(argv=None) -> int:
                 files = min(args.files, n)
                 data_dir = Path(args.data_root) / f"agrawal_f{f}_{n}_{files}"
                 harness.prepare_data(__file__, data_dir, harness.data_meta(n, files, f, args.test_rows, 1))
-                trees = {}
-                for name in contenders:
-                    print(f"F{f} {rows_label(n)} {name} ...", flush=True)
-                    model = Path(models) / f"{name}-{f}-{n}.json"
-                    child_args = ["--train", str(data_dir / "train"), "--test", str(data_dir / "test"), "--depth",
-                                  str(args.depth), "--function", str(f), "--model", str(model)]
-                    if args.memory_budget:
-                        child_args += ["--memory-budget", args.memory_budget]
-                    row = harness.run_contender(__file__, name, child_args, args.time_limit, "fit_seconds")
-                    row.update({"function": f, "rows": n})
-                    trees[name] = model.read_text() if model.exists() else None
-                    print(f"  {row.get('status')}: {fmt(row.get('fit_seconds'), '.2f')} s, passes {row.get('passes')}",
-                          flush=True)
-                    rows.append(row)
-                if trees.get("exact-bins") is not None and trees.get("exact-slots") is not None:
-                    for r in rows[-len(contenders):]:
-                        if r["name"] == "exact-bins":
-                            r["same_tree"] = trees["exact-bins"] == trees["exact-slots"]
+                child_args = ["--train", str(data_dir / "train"), "--test", str(data_dir / "test"), "--depth",
+                              str(args.depth), "--function", str(f)]
+                if args.memory_budget:
+                    child_args += ["--memory-budget", args.memory_budget]
+                found = harness.run_compared(__file__, contenders, child_args, args.time_limit, "fit_seconds", models,
+                                             f"{f}-{n}", ("exact-bins", "exact-slots"), "same_tree",
+                                             f"F{f} {rows_label(n)}")
+                rows += [{**r, "function": f, "rows": n} for r in found]
     harness.write_results(args.out, info, rows, write_markdown, draw)
     return 0
 

@@ -367,6 +367,28 @@ def run_contender(script, name: str, child_args, timeout: float, time_key: str) 
     return row
 
 
+def run_compared(script, contenders, child_args, timeout: float, time_key: str, models: Path, tag: str,
+                 compared: tuple[str, str], key: str, label: str) -> list:
+    """Parent: run every contender (:func:`run_contender`), each child given ``--model <file>`` to write
+    its model to (under ``models``, named by the contender and ``tag``), and set ``key`` on the row of
+    ``compared[0]``: whether its model file equals that of ``compared[1]`` (both must have run).
+    Prints ``label`` and each contender's outcome."""
+    rows, written = [], {}
+    for name in contenders:
+        print(f"{label} {name} ...", flush=True)
+        model = Path(models) / f"{name}-{tag}.json"
+        row = run_contender(script, name, [*child_args, "--model", str(model)], timeout, time_key)
+        written[name] = model.read_text() if model.exists() else None
+        print(f"  {row.get('status')}: {fmt(row.get(time_key), '.2f')} s, passes {row.get('passes')}", flush=True)
+        rows.append(row)
+    first, second = compared
+    if written.get(first) is not None and written.get(second) is not None:
+        for r in rows:
+            if r["name"] == first:
+                r[key] = written[first] == written[second]
+    return rows
+
+
 # ---------------------------------------------------------------------------
 # report
 

@@ -1,0 +1,147 @@
+#!/usr/bin/env python
+"""AdaBoost of shallow trees: rounds grown from the rows encoded once, against rounds that read the data.
+
+For every training size (``--rows``, default 1M and 10M Agrawal F7 rows) fits, each in its own
+child process (killed after ``--time-limit``), ``--rounds`` SAMME rounds of depth ``--depth`` trees:
+
+* ``rainforest``        -- ``AdaBoostClassifier(DecisionTreeClassifier(max_depth))`` on the Parquet
+  folder: the rows are encoded once after the profile and every round grows from them (the boosting
+  store, ``rainforest/boost_store.py``): 2 passes over the data;
+* ``rainforest-rounds`` -- the same, with the store turned off: each round reads the data once (its
+  first pass weighs, encodes and keeps the rows), as before the store: the baseline;
+* ``sklearn``           -- scikit-learn's ``AdaBoostClassifier`` (SAMME) of the same trees, after
+  reading the Parquet rows into a float32 array (timed).
+
+The table says whether ``rainforest`` boosted the trees of ``rainforest-rounds`` (JSON for JSON).
+Fit times include reading the data; the kernels are compiled first, outside the timed fit.  Writes
+``<out>.md``, ``<out>.json`` and ``<out>.png`` (default ``benchmarks/results/boosting``).
+
+    python benchmarks/bench_boosting.py                                  # 1M and 10M rows, 50 rounds
+    python benchmarks/bench_boosting.py --rows 200000 --out /tmp/boost   # a check
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when run as a script
+import harness  # noqa: E402  (standard library only)
+from harness import LABEL, ROOT, SEED, fmt, rows_label  # noqa: E402
+
+CONTENDERS = ("rainforest", "rainforest-rounds", "sklearn")
+PACKAGES = ("rainforest", "numba", "pyarrow", "scikit-learn")
+COLORS = {"rainforest": "#2a7f62", "rainforest-rounds": "#dd8452", "sklearn": "#4c72b0"}
+
+
+def _rainforest(args) -> dict:
+    from rainforest import AdaBoostClassifier, DecisionTreeClassifier, boost_store
+    from rainforest.datasets import agrawal_table
+    if args.child == "rainforest-rounds":  # no store: every round reads the data
+        boost_store.BoostStore.fill = classmethod(lambda cls, *a, **k: None)
+
+    def model():
+        return AdaBoostClassifier(DecisionTreeClassifier(max_depth=args.depth), n_estimators=args.rounds)
+    t0 = time.perf_counter()
+    model().fit(agrawal_table(20_000, function=7, seed=SEED + 1), target=LABEL)
+    warmup = time.perf_counter() - t0
+    clf = model()
+    t0 = time.perf_counter()
+    clf.fit(args.train, target=LABEL)
+    fit = time.perf_counter() - t0
+    Path(args.model).write_text("\n".join(t.to_json() for t in clf.estimators_))
+    return {"fit_seconds": fit, "passes": int(clf.n_passes_), "warmup_seconds": warmup,
+            "rounds_done": len(clf.estimators_), "test_accuracy": float(clf.score(args.test, target=LABEL))}
+
+
+def _sklearn(args) -> dict:
+    import numpy as np
+    import pyarrow.parquet as pq
+    from sklearn.ensemble import AdaBoostClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    def xy(folder):
+        t = pq.read_table(folder)
+        cols = [c for c in t.column_names if c != LABEL]
+        return np.column_stack([t.column(c).to_numpy().astype(np.float32) for c in cols]), t.column(LABEL).to_numpy()
+    t0 = time.perf_counter()
+    X, y = xy(args.train)
+    clf = AdaBoostClassifier(DecisionTreeClassifier(max_depth=args.depth), n_estimators=args.rounds)
+    clf.fit(X, y)
+    fit = time.perf_counter() - t0
+    Xt, yt = xy(args.test)
+    return {"fit_seconds": fit, "passes": None, "rounds_done": len(clf.estimators_),
+            "test_accuracy": float(clf.score(Xt, yt))}
+
+
+def run(args) -> dict:
+    return _sklearn(args) if args.child == "sklearn" else _rainforest(args)
+
+
+def write_markdown(path: Path, rows, info) -> None:
+    lines = ["# AdaBoost: rounds grown from the rows encoded once", "",
+             f"{info['rounds']} SAMME rounds of depth-{info['depth']} trees, Agrawal F7. `{info['command']}` on "
+             f"{info['machine'].get('cpu', '?')}, {info['machine'].get('usable_cores', '?')} cores ({info['date']}).", "",
+             "| rows | contender | status | seconds | × rainforest-rounds | passes | rounds | peak RSS (MB) | "
+             "test accuracy | same trees as rainforest-rounds |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    base = {r["rows"]: r.get("fit_seconds") for r in rows if r["name"] == "rainforest-rounds"}
+    for r in rows:
+        ratio = r.get("fit_seconds") / base[r["rows"]] if r.get("fit_seconds") and base.get(r["rows"]) else None
+        lines.append(f"| {rows_label(r['rows'])} | {r['name']} | {r.get('status')} | {fmt(r.get('fit_seconds'), '.2f')} | "
+                     f"{fmt(ratio, '.2f')} | {fmt(r.get('passes'), 'd')} | {fmt(r.get('rounds_done'), 'd')} | "
+                     f"{fmt(r.get('peak_rss_mb'), '.0f')} | {fmt(r.get('test_accuracy'), '.4f')} | "
+                     f"{r.get('same_trees', '-')} |")
+    lines += ["", "Passes are over the data (the profile included). `rainforest-rounds` is rainforest with the "
+              "boosting store turned off: a round reads the data once. scikit-learn's time includes reading the "
+              "Parquet rows into a float32 array; the default `memory_budget` (1GB) for rainforest; peak RSS is the "
+              "child's VmHWM."]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def draw(axes, rows, info) -> str:
+    harness.draw_grouped_bars(axes, rows, CONTENDERS, COLORS)
+    return f"AdaBoost, {info['rounds']} rounds of depth-{info['depth']} trees (Agrawal F7)"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--rows", type=lambda s: harness.parse_ints(s, "row count", 1000), default=[1_000_000, 10_000_000])
+    p.add_argument("--depth", type=int, default=3, help="depth of each round's tree (default 3)")
+    p.add_argument("--rounds", type=int, default=50, help="boosting rounds (default 50)")
+    p.add_argument("--files", type=int, default=20, help="training Parquet files per size (default 20)")
+    p.add_argument("--test-rows", type=int, default=100_000)
+    p.add_argument("--time-limit", type=float, default=3600.0, help="seconds per child process (default 3600)")
+    p.add_argument("--contenders", default=",".join(CONTENDERS))
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "boosting"))
+    p.add_argument("--data-root", default=str(ROOT / "benchmarks" / "data"))
+    harness.add_child_options(p, CONTENDERS)
+    p.add_argument("--model", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    code = harness.internal_mode(args, lambda: run(args), "fit_seconds")
+    if code is not None:
+        return code
+    contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
+    info = {**harness.run_info(PACKAGES), "rows_list": args.rows, "depth": args.depth, "rounds": args.rounds,
+            "time_limit": args.time_limit, "contenders": contenders}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-boost-") as models:
+        for n in args.rows:
+            files = min(args.files, n)
+            data_dir = Path(args.data_root) / f"agrawal_f7_{n}_{files}"
+            harness.prepare_data(__file__, data_dir, harness.data_meta(n, files, 7, args.test_rows, 1))
+            harness.warm_page_cache(data_dir / "train")
+            child_args = ["--train", str(data_dir / "train"), "--test", str(data_dir / "test"), "--depth",
+                          str(args.depth), "--rounds", str(args.rounds)]
+            found = harness.run_compared(__file__, contenders, child_args, args.time_limit, "fit_seconds", models,
+                                         str(n), ("rainforest", "rainforest-rounds"), "same_trees", rows_label(n))
+            rows += [{**r, "rows": n, "function": 7} for r in found]
+    harness.write_results(args.out, info, rows, write_markdown, draw)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
