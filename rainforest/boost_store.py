@@ -29,7 +29,7 @@ from rainforest.storage import Source
 
 from .rows import RowBlock, column_dtypes, encode_rows, label_dtype, slot_dtype
 from .schema import Schema
-from .slot_values import predicted_classes
+from .slot_values import predicted_classes, slot_tables
 from .spill import Spill, disk_shortfall, spilled_bytes
 
 log = logging.getLogger("rainforest")
@@ -96,6 +96,7 @@ class BoostStore:
     pending: object = None  # the last learner, whose bits the next read sets
     reads: int = 0
     nbytes: int = 0  # in memory (kept rows and bits), or on disk
+    tables: tuple = None  # slot_values' lookup tables of the schema's attributes
 
     @classmethod
     def fill(cls, source, schema: Schema, columns: list, batch_size: int, n_rounds: int, n_rows: int,
@@ -111,7 +112,7 @@ class BoostStore:
         bits = n_rows * max(n_rounds - 1, 0) // 8
         memory = n_rows * (len(schema.attributes) * slot_dtype(schema).itemsize
                            + label_dtype(schema.label).itemsize + (8 if weighted else 0)) + bits
-        store = cls(schema)
+        store = cls(schema, tables=slot_tables(schema.attributes))
         if not (in_memory and memory <= budget_bytes // 8):
             short = disk_shortfall(spill_dir, spilled_bytes(n_rows, schema, weighted) + bits)
             if short:
@@ -164,7 +165,7 @@ class BoostStore:
         alphas, flags = np.asarray(self.alphas, np.float64), np.asarray(self.flags)
         for first, rows in self._blocks(batch_size):
             if pending is not None:
-                wrong = predicted_classes(pending, self.schema.attributes, rows.S) != rows.y
+                wrong = predicted_classes(pending, self.schema.attributes, rows.S, self.tables) != rows.y
                 set_flags(np.asarray(self.flags[n_flagged - 1]), first, wrong)
             lw = np.empty(len(rows))
             boosted_log_weights(flags, alphas, first, -log_norm, lw)

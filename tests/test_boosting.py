@@ -173,11 +173,11 @@ def test_the_store_folder_is_removed_after_an_error_or_an_interrupt(when, error,
     else:
         predicted = boost_store.predicted_classes
 
-        def failing_prediction(tree, attributes, S):
+        def failing_prediction(*args):
             seen.append(len(list(spill_dir.iterdir())))
             if len(seen) == 3:
                 raise error("injected")
-            return predicted(tree, attributes, S)
+            return predicted(*args)
         monkeypatch.setattr(boost_store, "predicted_classes", failing_prediction)
     with pytest.raises(error, match="injected"):
         _boost(pq.read_table(dataset_path("adult_train")), "300KB", spill_dir=str(spill_dir))

@@ -186,3 +186,39 @@ def test_quantile_edges_kernel_follows_the_numpy_rule(max_bins):
                np.repeat(rng.normal(size=400), rng.integers(1, 50, 400)), np.array([5e-324, 1e-323, -1.7e308, 1.7e308])]
     for x in samples:
         np.testing.assert_array_equal(quantile_edges(x, max_bins), _numpy_quantile_edges(x, max_bins))
+
+
+def test_slot_values_stand_for_their_slots_in_every_kind_of_column():
+    """A slot's value (rainforest.slot_values, which fitted trees route for kept rows): the value itself
+    in an exact or keyed column, the category's code, NaN where missing; a bin's value (its upper edge)
+    encodes into the same bin.  The lookup kernel against this definition, column kind by column kind."""
+    from rainforest.slot_values import slot_tables, slot_values
+
+    rng = np.random.default_rng(8)
+    n = 3000
+    wide = rng.normal(size=n)
+    wide[::97] = np.nan
+    few = rng.integers(0, 40, n).astype(float)
+    few[::89] = np.nan
+    cats = np.array(["a", "b", "c", None], dtype=object)[rng.integers(0, 4, n)]
+    table = pa.table({"wide": wide, "few": few, "cat": pa.array(cats), "y": rng.integers(0, 2, n)})
+    kinds = {"wide": NUMERIC, "few": NUMERIC, "cat": CATEGORICAL}
+    for exact, key_cap in ((True, 500), (True, None), (False, None)):
+        task = ProfileTask(kinds, "y", None, "test", exact=exact, max_bins=0 if exact else 16, sample_rows=1000,
+                           key_cap=key_cap)
+        schema = task.schema(task.update(task.new_state(), table.to_batches()[0], 0))
+        assert (schema.attributes[0].keys is not None) == (key_cap is not None)
+        batch = table.to_batches()[0]
+        S = encode_rows(schema, batch, None).S
+        X = slot_values(schema.attributes, S)
+        assert np.array_equal(X, slot_values(schema.attributes, S, slot_tables(schema.attributes)), equal_nan=True)
+        raw = schema.encode(batch)
+        if exact:  # every column's value given back, bit for bit
+            assert np.array_equal(X, raw, equal_nan=True)
+        else:
+            assert np.array_equal(X[:, 2], raw[:, 2], equal_nan=True)
+            assert np.array_equal(np.isnan(X[:, :2]), np.isnan(raw[:, :2]))
+            back = encode_rows(schema, pa.record_batch({"wide": X[:, 0], "few": X[:, 1], "cat": batch.column("cat"),
+                                                        "y": batch.column("y")}), None).S
+            assert np.array_equal(back, S)
+            assert (X[:, 0][~np.isnan(X[:, 0])] >= raw[:, 0][~np.isnan(raw[:, 0])]).all()
