@@ -177,14 +177,11 @@ class BoostStore:
 
     def _blocks(self, batch_size: int):
         """``(first_row, rows)`` of the store in row order, ``rows.w`` the rows' own weights."""
-        if self.spill is None:
-            first = 0
-            for rows in self.kept:
-                yield first, rows
-                first += len(rows)
+        if self.spill is not None:
+            yield from self.spill.in_row_order(batch_size)
             return
         first = 0
-        for rows in self.spill.read([0], batch_size, update_nodes=False):
+        for rows in self.kept:
             yield first, rows
             first += len(rows)
 
@@ -208,7 +205,6 @@ class StoreRound(Source):
     name: str = ""
 
     reads_ahead = False
-    kept_rows_name = "the boosting store's encoded rows"
 
     @property
     def schema(self) -> pa.Schema:

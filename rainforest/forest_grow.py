@@ -322,10 +322,9 @@ class ForestGrower:
             return state.counts, False
         if self.spill is not None and self.spill.generation >= 0:
             meter = PassMeter(f"level {level}, the spilled rows, {label}", self.verbose, self.n_rows)
-            state, first = task.new_state(), 0
-            for rows in self.spill.read([0], self.batch_size, update_nodes=False):
+            state = task.new_state()
+            for first, rows in self.spill.in_row_order(self.batch_size):
                 state = task.count(state, rows.S, rows.y, rows.w, first)
-                first += len(rows)
                 meter(len(rows))
             meter.done()
             return state.counts, False

@@ -21,7 +21,7 @@ import pyarrow as pa
 from .bootstrap import seed_keys
 from .forest_kernels import bootstrap_block
 from .schema import Label, Schema, numeric_values
-from .slot_values import slot_values
+from .slot_values import slot_tables, slot_values
 
 
 def tree_input(combinations, X: np.ndarray) -> np.ndarray:
@@ -95,10 +95,8 @@ def kept_blocks(rows, block: int = 65536):
 
 def spilled_blocks(spill, batch_size: int):
     """``(first_row, S, y, w)`` of the rows the forest spilled, every row in row order (partition 0)."""
-    first = 0
-    for rows in spill.read([0], batch_size, update_nodes=False):
+    for first, rows in spill.in_row_order(batch_size):
         yield first, rows.S, rows.y, rows.w
-        first += len(rows)
 
 
 def oob_from_rows(task: OobPass, blocks, attributes: list, n_rows: int, inputs=None) -> list | None:
@@ -108,11 +106,11 @@ def oob_from_rows(task: OobPass, blocks, attributes: list, n_rows: int, inputs=N
     ``ForestEstimator._set_oob``) or the blocks do not hold the ``n_rows`` rows.  ``attributes``: the
     kept columns' (Forest-RC's combinations after the features); ``inputs``: each tree's columns among
     them (None: the features, every tree)."""
-    state, seen = [], 0
+    state, seen, tables = [], 0, slot_tables(attributes)
     for first, S, y, w in blocks:
         if first != seen or (len(w) and not np.all(w != 0)):
             return None
-        X = np.ascontiguousarray(slot_values(attributes, S))
+        X = slot_values(attributes, S, tables)
         state.append(task.block(first, X, y.astype(np.int32), np.ones(len(y), bool), inputs))
         seen += len(y)
     return state if seen == n_rows else None

@@ -212,6 +212,14 @@ class Spill:
         if routed is not None:
             swap_in(node_file + ".next", node_file)
 
+    def in_row_order(self, batch_size: int) -> Iterator[tuple[int, RowBlock]]:
+        """``(first_row, rows)`` of a folder written in row order to partition 0 (a forest's, a boosting
+        store's), read without writing the nodes back."""
+        first = 0
+        for rows in self.read([0], batch_size, update_nodes=False):
+            yield first, rows
+            first += len(rows)
+
     def report(self, stats) -> None:
         """Copy this folder's reads and bytes into growth's statistics (``spill_reads``, ``spill_bytes``,
         ``spill_bytes_read``)."""
