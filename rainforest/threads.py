@@ -7,6 +7,7 @@ the count is chosen for speed alone:
   team of threads for each of a small fit's many short kernels costs more than the kernels
   (measured: a 1,000-row depth-3 fit took about 7 times as long on all cores of a busy 2-core
   machine as on one).
+* Numba's BLAS probe is answered without importing SciPy's linear algebra (:func:`skip_blas_probe`).
 * Idle OpenMP threads **sleep** rather than spin (``OMP_WAIT_POLICY=PASSIVE``), so that between
   kernels they leave the cores to the Python thread that reads and encodes the next batch, and to
   other work on the machine. Set here, before Numba loads its OpenMP layer (on the first parallel
@@ -14,7 +15,9 @@ the count is chosen for speed alone:
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -23,6 +26,34 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba  # noqa: E402  (after the wait policy is set)
 import numpy as np  # noqa: E402
+
+
+def skip_blas_probe() -> None:
+    """Load ``numba.np.arraymath`` with its BLAS probe answered by whether SciPy is installed.
+
+    On import, that module (loaded by the first kernel a process compiles or loads from the
+    cache) asks whether BLAS is there by importing ``scipy.linalg``: about 0.17 s of a fresh
+    process's 0.8 s import and first small fit, for a library none of our kernels calls. The
+    answer is the same (SciPy installed or not); a kernel that did use ``np.dot`` would still
+    import SciPy's BLAS when Numba compiles it, through the probe restored here."""
+    if "numba.np.arraymath" in sys.modules:
+        return
+    import numba.np.linalg as linalg
+
+    probe = linalg.ensure_blas
+
+    def scipy_installed() -> None:
+        if importlib.util.find_spec("scipy") is None:
+            raise ImportError("scipy is required for linear algebra")
+
+    linalg.ensure_blas = scipy_installed
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        linalg.ensure_blas = probe
+
+
+skip_blas_probe()
 
 #: inputs with fewer rows than this run on one thread
 SMALL_ROWS = 50_000

@@ -41,6 +41,19 @@ def test_a_numeric_fit_does_not_load_pandas():
     assert "pandas" not in loaded_after(code)
 
 
+def test_a_fit_does_not_import_scipy_linear_algebra():
+    """Numba's BLAS probe imports ``scipy.linalg`` (0.17 s of a fresh process) when its first kernel
+    loads; ``rainforest.threads`` answers it from whether SciPy is installed, with the same answer."""
+    code = ("import importlib.util, numpy as np\nfrom rainforest import DecisionTreeClassifier\n"
+            "X = np.random.default_rng(0).normal(size=(500, 4)); y = (X[:, 0] > 0).astype(np.int64)\n"
+            "assert DecisionTreeClassifier(max_depth=3).fit(X, y).score(X, y) > 0.9\n"
+            "import sys; from numba.np import arraymath\n"
+            "assert 'scipy.linalg' not in sys.modules\n"
+            "assert arraymath._HAVE_BLAS == (importlib.util.find_spec('scipy') is not None)\n"
+            "import numba.np.linalg; assert numba.np.linalg.ensure_blas.__name__ == 'ensure_blas'")
+    loaded_after(code)
+
+
 def test_arrow_columns_share_numpy_bytes():
     for dtype in ("int8", "uint16", "int32", "int64", "float32", "float64"):
         values = np.arange(10).astype(dtype)[::3]  # strided: copied once into a contiguous buffer
