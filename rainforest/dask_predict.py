@@ -19,7 +19,7 @@ import uuid
 
 import numpy as np
 
-from rainforest.storage.dask import is_dask_dataframe
+from rainforest.storage.dask_frame import is_dask_dataframe
 
 from .errors import DataError
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from rainforest.storage import DaskSource, ParquetSource, Source, TableSource, as_table
-from rainforest.storage.dask import is_dask_dataframe
+from rainforest.storage import Source, TableSource, as_table
+from rainforest.storage.dask_frame import is_dask_dataframe
 
 from .errors import DataError
 from .schema import CATEGORICAL, arrow_kind
@@ -26,13 +26,26 @@ def is_streamed(X) -> bool:
     return isinstance(X, Source) or is_path(X) or is_dask_dataframe(X)
 
 
+def is_sql_source(X) -> bool:
+    """Whether ``X`` is a DuckDB or PostgreSQL source (``storage.sql`` is loaded only for a Source)."""
+    if not isinstance(X, Source):
+        return False
+    from rainforest.storage import SqlSource
+
+    return isinstance(X, SqlSource)
+
+
 def to_source(X) -> Source:
     """A Source for a path (Parquet), a Source, a Dask DataFrame, or an in-memory table-like object."""
     if isinstance(X, Source):
         return X
     if is_dask_dataframe(X):  # partitions passed over where they live (storage.dask)
+        from rainforest.storage import DaskSource
+
         return DaskSource(X)
     if is_path(X):
+        from rainforest.storage import ParquetSource
+
         return ParquetSource(X)
     table, _, _ = as_table(X)
     return TableSource(table=table)

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from rainforest.storage import SqlSource
-
 from .budget import parse_bytes
 from .errors import DataError
 from .grow import grow_tree
-from .inputs import feature_tables, in_memory_rows
+from .inputs import feature_tables, in_memory_rows, is_sql_source
 from .model_check import check_document
 from .model_file import json_number, params_from_json, write_model
 from .pruning import cost_complexity_path, cost_complexity_prune
@@ -108,7 +106,7 @@ class TreeEstimator:
         """Leaf of every row of ``X`` (streamed batch by batch for paths and sources)."""
         self._check_fitted()
         tree = self.tree_
-        if isinstance(X, SqlSource) and X.distributed:  # rows stay in the database: only leaf indices come back
+        if is_sql_source(X) and X.distributed:  # rows stay in the database: only leaf indices come back
             X.check_columns(tree.feature_names)
             parts = [np.asarray(a.to_numpy(zero_copy_only=False), np.int64)
                      for a in X.column_values(tree.to_sql(X.dialect, "leaf", types=X.schema))]
@@ -167,7 +165,7 @@ class TreeEstimator:
         leaves no half-written table.
         """
         self._check_fitted()
-        if not isinstance(source, SqlSource):
+        if not is_sql_source(source):
             raise DataError(f"predict_in_database needs a DuckDBSource or a PostgresSource, got {type(source).__name__}")
         tree = self.tree_
         if proba and tree.regression:

@@ -35,19 +35,10 @@ import pyarrow as pa
 
 from .base import PassTask, Source, SourceError, check_partition_rows, fold_batches, travelling
 from .dask_client import CONNECT_TIMEOUT, WORKER_TIMEOUT, connect, wait_for_workers, wait_while_workers
-from .dask_frame import FrameFromTask, FrameReader, LazyPart, frame_schema, known_lengths
+from .dask_frame import (FrameFromTask, FrameReader, LazyPart, frame_schema, is_dask_collection,
+                         is_dask_dataframe, known_lengths)
 from .dask_store import PartitionStore, StoredFold, drop_store, fold_partition, fold_partitions, merge_folds
 from .parquet import ParquetSource
-
-def is_dask_dataframe(obj) -> bool:
-    """Whether ``obj`` is a Dask DataFrame (checked without importing Dask)."""
-    return type(obj).__module__.startswith("dask.") and hasattr(obj, "to_delayed") and hasattr(obj, "columns")
-
-
-def is_dask_collection(obj) -> bool:
-    """Whether ``obj`` is any Dask collection (DataFrame, Series, Array, Bag, Delayed)."""
-    return type(obj).__module__.startswith("dask.") and hasattr(obj, "__dask_graph__")
-
 
 @dataclass(eq=False)
 class DaskSource(Source):

@@ -8,6 +8,16 @@ import pyarrow as pa
 from .base import SourceError
 
 
+def is_dask_dataframe(obj) -> bool:
+    """Whether ``obj`` is a Dask DataFrame (checked without importing Dask)."""
+    return type(obj).__module__.startswith("dask.") and hasattr(obj, "to_delayed") and hasattr(obj, "columns")
+
+
+def is_dask_collection(obj) -> bool:
+    """Whether ``obj`` is any Dask collection (DataFrame, Series, Array, Bag, Delayed)."""
+    return type(obj).__module__.startswith("dask.") and hasattr(obj, "__dask_graph__")
+
+
 @dataclass
 class FrameReader:
     """A pandas partition as Arrow batches with the source's column types."""

@@ -41,6 +41,24 @@ def test_a_numeric_fit_does_not_load_pandas():
     assert "pandas" not in loaded_after(code)
 
 
+def test_a_fit_on_arrays_loads_no_file_database_or_cluster_source():
+    """The sources that read files, databases or a cluster are imported on first use, also by name
+    (``from rainforest.storage import ParquetSource``)."""
+    sources = ["parquet", "dask", "sql", "postgres", "duckdb_source"]
+    code = ("import sys, numpy as np\nfrom rainforest import DecisionTreeClassifier\n"
+            "X = np.random.default_rng(0).normal(size=(500, 4)); y = (X[:, 0] > 0).astype(np.int64)\n"
+            "m = DecisionTreeClassifier(max_depth=3).fit(X, y); m.predict(X)\n"
+            f"print(*[s for s in {sources!r} if 'rainforest.storage.' + s in sys.modules])\n"
+            "from rainforest.storage import ParquetSource, SqlSource\n"
+            "print(ParquetSource.__module__, SqlSource.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    first, second = out.stdout.splitlines()
+    assert first == "" and second == "rainforest.storage.parquet rainforest.storage.sql"
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        import rainforest.storage
+        rainforest.storage.Nothing
+
+
 def test_a_fit_does_not_import_scipy_linear_algebra():
     """Numba's BLAS probe imports ``scipy.linalg`` (0.17 s of a fresh process) when its first kernel
     loads; ``rainforest.threads`` answers it from whether SciPy is installed, with the same answer."""
