@@ -128,10 +128,10 @@ def attribute_slots(schema: Schema, j: int, column, out: np.ndarray) -> None:
     if a.keys is not None:
         key_slots(x, out)
         return
-    integers = schema.integer_tables()[j]
+    integers = schema.integer_tables()[j] if x.dtype.kind in "iu" and x.dtype != np.uint64 else None
     cuts, cut_offsets, lut_lo, lut_scale, lut, lut_offsets = schema.slot_tables()
     c = cuts[cut_offsets[j]:cut_offsets[j + 1]]
-    if integers is not None and x.dtype.kind in "iu" and x.dtype != np.uint64:
+    if integers is not None:
         integer_slots(x, c, integers[0], integers[1], out)
     else:
         value_slots(x, c, lut[lut_offsets[j]:lut_offsets[j + 1]], lut_lo[j], lut_scale[j], a.n_slots, out)

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rainforest.profile import ProfileTask
+from rainforest.profile import ProfileTask, few_distinct
 from rainforest.rowhash import row_hash
 from rainforest.rows import encode_rows, slot_dtype, to_slots, value_slots
 from rainforest.schema import CATEGORICAL, CUTS_PER_CELL, LUT_CELLS, NUMERIC, slot_lookup
@@ -86,12 +86,37 @@ def test_slot_search_over_the_grid_equals_searchsorted(n_cuts):
     cuts = np.unique(np.concatenate([rng.lognormal(0, 3, n_cuts), rng.uniform(-1, 1, n_cuts // 10)]))
     lo, scale, table = slot_lookup(cuts)
     assert len(table) - 1 == min(max(LUT_CELLS, len(cuts) // CUTS_PER_CELL), 4 * len(cuts))
+    # cell g holds the slot of its left edge, as numpy's search of the edges gives it
+    np.testing.assert_array_equal(table, np.searchsorted(cuts, lo + np.arange(len(table)) / scale, side="left"))
     x = np.concatenate([cuts, np.nextafter(cuts, np.inf), np.nextafter(cuts, -np.inf), rng.lognormal(0, 3, 50_000),
                         [-np.inf, np.inf, cuts[0] - 1, cuts[-1] + 1, np.nan]])
     out = np.empty(len(x), np.uint32)
     value_slots(x, cuts, table, lo, scale, len(cuts) + 1, out)
     expected = np.where(np.isnan(x), len(cuts) + 1, np.searchsorted(cuts, x, side="left"))
     np.testing.assert_array_equal(out, expected)
+
+
+def test_few_distinct_values_are_numpys_unique_up_to_the_limit():
+    """Binned mode's question "at most max_bins distinct values?" (a column with so few gets a cut
+    between each two): the held values merged with a batch's are ``np.unique``'s (-0.0 equals 0.0,
+    the first one seen held), or None past the limit, for repeated, signed-zero, infinite and
+    continuous values and any limit."""
+    rng = np.random.default_rng(7)
+    pools = [lambda n: rng.normal(size=n), lambda n: rng.integers(-5, 5, n).astype(float),
+             lambda n: rng.choice([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 2.5], n),
+             lambda n: np.round(rng.normal(size=n) * 3) / 2]
+    for trial in range(2000):
+        limit = int(rng.integers(1, 300))
+        known = np.unique(rng.choice([-0.0, 0.0, 1.0, 3.0, 7.5], rng.integers(0, 4)))[:limit]
+        values = pools[trial % 4](int(rng.integers(0, 300)))
+        got, expected = few_distinct(known, values, limit), np.unique(np.concatenate([known, values]))
+        if len(expected) > limit:
+            assert got is None
+        else:
+            np.testing.assert_array_equal(got, expected)
+            first_zero = next((v for v in np.concatenate([known, values]) if v == 0), None)
+            if first_zero is not None:  # the zero held is the first one seen, sign and all
+                assert np.signbit(got[got == 0][0]) == np.signbit(first_zero)
 
 
 @pytest.mark.parametrize("batch_rows", [97, 1000, 20_000])
