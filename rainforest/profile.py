@@ -22,7 +22,7 @@ from .profile_data import (ColumnProfile, Profile, midpoint, midpoints, quantile
                            unique_sorted)
 from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
-                     check_numeric_target, check_weight_total, lower_bound, numeric_values, plain_numbers, present_rows)
+                     check_numeric_target, check_weight_total, numeric_values, plain_numbers, present_rows)
 from .storage.arrow_numpy import arrow_values
 from .target_parts import target_grid
 from .threads import run_ranges
