@@ -46,6 +46,7 @@ class CountedSlots:
     base: np.ndarray = None
     table: np.ndarray = field(default_factory=lambda: _NO_TABLE)
     table_start: np.ndarray = None
+    _offsets: np.ndarray = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.base is None:
@@ -68,8 +69,11 @@ class CountedSlots:
         return self.shift, self.missing, self.n_counted, self.base, self.table, self.table_start
 
     def offsets(self) -> np.ndarray:
-        """Offset of each attribute's counted slots (its missing slot included) in an AVC-group."""
-        return np.concatenate([[0], np.cumsum(self.n_counted.astype(np.int64) + 1)])
+        """Offset of each attribute's counted slots (its missing slot included) in an AVC-group
+        (computed once: every pass and search of a level asks)."""
+        if self._offsets is None:
+            object.__setattr__(self, "_offsets", np.concatenate([[0], np.cumsum(self.n_counted.astype(np.int64) + 1)]))
+        return self._offsets
 
     def group_offsets(self, attrs: np.ndarray) -> np.ndarray:
         """Offset of each of ``attrs``' counted slots in an AVC-group over those attributes only, then its size."""

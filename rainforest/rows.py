@@ -39,9 +39,12 @@ def column_dtypes(schema: Schema) -> list[np.dtype]:
     """Per attribute, the narrowest type holding its own slots: how the spill folder stores each
     column (rows in memory hold every column in :func:`slot_dtype`, which a keyed attribute widens
     to int64 for all)."""
-    return [np.dtype(np.int64) if a.kind == NUMERIC and a.keys is not None else
-            next(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64) if a.n_slots <= np.iinfo(t).max)
+    return [_INT64 if a.kind == NUMERIC and a.keys is not None else next(t for t, top in _UNSIGNED if a.n_slots <= top)
             for a in schema.attributes]
+
+
+_INT64 = np.dtype(np.int64)
+_UNSIGNED = [(np.dtype(t), np.iinfo(t).max) for t in (np.uint8, np.uint16, np.uint32, np.uint64)]
 
 
 REGROUP_ROWS = 1 << 14  # rows of a thread's task (at least) when kept rows move down a level
