@@ -60,6 +60,47 @@ def set_flags(row, first, wrong):
 
 
 @dataclass
+class WrongBits:
+    """Per learner, one bit a row (``np.packbits`` order, rows by their position in a pass): whether it
+    got the row wrong; with the learners' weights ``alphas``, a round's boosting weights.
+
+    A round then scores only its newest learner, not every learner so far: :meth:`mark` its rows
+    as they stream by, and :meth:`log_weights` adds the ``alphas`` of the learners whose bits are
+    set, in learner order: the weigher's floats, bit for bit (see :func:`boosted_log_weights`)."""
+
+    flags: np.ndarray  # (learners, bytes); a memmap where the store spills
+    alphas: list = field(default_factory=list)
+
+    @classmethod
+    def allocate(cls, n_learners: int, n_rows: int, path: str | None = None) -> "WrongBits":
+        """Room for ``n_learners`` learners' bits over ``n_rows`` rows: in memory (pages touched only as
+        bits are set), or in the file ``path``."""
+        shape = (max(n_learners, 0), (n_rows + 7) // 8)
+        if path is not None and shape[0] and shape[1]:
+            return cls(np.memmap(path, np.uint8, "w+", shape=shape))
+        return cls(np.zeros(shape, np.uint8))
+
+    @staticmethod
+    def nbytes_for(n_learners: int, n_rows: int) -> int:
+        return max(n_learners, 0) * ((n_rows + 7) // 8)
+
+    @property
+    def nbytes(self) -> int:
+        return self.flags.nbytes
+
+    def mark(self, learner: int, first: int, wrong: np.ndarray) -> None:
+        """Set learner ``learner``'s bits of rows ``first + i`` where ``wrong[i]``."""
+        set_flags(np.asarray(self.flags[learner]), first, wrong)
+
+    def log_weights(self, first: int, n: int, start: float) -> np.ndarray:
+        """The log boosting weight of rows ``first .. first + n - 1``: ``start`` plus the ``alphas``
+        of the learners that got each wrong."""
+        out = np.empty(n)
+        boosted_log_weights(np.asarray(self.flags), np.asarray(self.alphas, np.float64), first, start, out)
+        return out
+
+
+@dataclass
 class EncodePass:
     """A :class:`rainforest.storage.PassTask` encoding every row that counts (weight not 0) and
     handing each block to ``sink`` in row order; the state is the number of rows kept."""
@@ -91,8 +132,7 @@ class BoostStore:
     kept: list | None = None  # RowBlocks in row order, in memory
     spill: Spill | None = None  # or partition 0 of a spill folder
     n_rows: int = 0
-    flags: np.ndarray | None = None  # (learners, bytes): bit per row, np.packbits order
-    alphas: list = field(default_factory=list)
+    bits: WrongBits | None = None  # the learners' wrong-bits and weights
     pending: object = None  # the last learner, whose bits the next read sets
     reads: int = 0
     nbytes: int = 0  # in memory (kept rows and bits), or on disk
@@ -109,7 +149,7 @@ class BoostStore:
         None (with a warning, and no pass made) when the spill folder's disk is too small: each
         round then reads the source."""
         weighted = schema.weight is not None
-        bits = n_rows * max(n_rounds - 1, 0) // 8
+        bits = WrongBits.nbytes_for(n_rounds - 1, n_rows)
         memory = n_rows * (len(schema.attributes) * slot_dtype(schema).itemsize
                            + label_dtype(schema.label).itemsize + (8 if weighted else 0)) + bits
         store = cls(schema, tables=slot_tables(schema.attributes))
@@ -127,18 +167,15 @@ class BoostStore:
             else:
                 sink = store.spill.writer(np.zeros(1, np.int64))  # every row to partition 0
             store.n_rows = source.run_pass(EncodePass(schema, sink), columns, batch_size)
-            shape = (max(n_rounds - 1, 0), (store.n_rows + 7) // 8)
             if store.spill is None:
-                store.flags = np.zeros(shape, np.uint8)  # pages are touched only as learners' bits are set
-                store.nbytes = sum(b.nbytes for b in store.kept) + store.flags.nbytes
+                store.bits = WrongBits.allocate(n_rounds - 1, store.n_rows)
+                store.nbytes = sum(b.nbytes for b in store.kept) + store.bits.nbytes
                 log.info("boosting: %d encoded rows kept in memory (%s bytes) for every round", store.n_rows,
                          f"{store.nbytes:,}")
             else:
                 store.spill.commit()
-                path = os.path.join(store.spill.root, "wrong.bits")
-                store.flags = np.memmap(path, np.uint8, "w+", shape=shape) if shape[0] and shape[1] else \
-                    np.zeros(shape, np.uint8)
-                store.nbytes = store.spill.bytes_written + store.flags.nbytes
+                store.bits = WrongBits.allocate(n_rounds - 1, store.n_rows, os.path.join(store.spill.root, "wrong.bits"))
+                store.nbytes = store.spill.bytes_written + store.bits.nbytes
                 log.info("boosting: %d encoded rows spilled to %s (%s bytes) for every round", store.n_rows,
                          store.spill.root, f"{store.nbytes:,}")
         except BaseException:
@@ -153,23 +190,20 @@ class BoostStore:
 
     def add_learner(self, tree, alpha: float) -> None:
         """A new round's learner and its weight: the next read marks the rows it gets wrong."""
-        self.alphas.append(alpha)
+        self.bits.alphas.append(alpha)
         self.pending = tree
 
     def round_rows(self, log_norm: float, batch_size: int):
         """The stored rows, at the root, weighed for the round after the learners so far (the rows
         whose weight is 0, an underflow, left out); setting the last learner's bits on the way."""
         self.reads += 1
-        n_flagged = len(self.alphas)
+        n_flagged = len(self.bits.alphas)
         pending = self.pending if n_flagged else None
-        alphas, flags = np.asarray(self.alphas, np.float64), np.asarray(self.flags)
         for first, rows in self._blocks(batch_size):
             if pending is not None:
-                wrong = predicted_classes(pending, self.schema.attributes, rows.S, self.tables) != rows.y
-                set_flags(np.asarray(self.flags[n_flagged - 1]), first, wrong)
-            lw = np.empty(len(rows))
-            boosted_log_weights(flags, alphas, first, -log_norm, lw)
-            w = np.exp(lw)  # numpy's exp, as the weigher's
+                self.bits.mark(n_flagged - 1, first,
+                               predicted_classes(pending, self.schema.attributes, rows.S, self.tables) != rows.y)
+            w = np.exp(self.bits.log_weights(first, len(rows), -log_norm))  # numpy's exp, as the weigher's
             if len(rows.w):
                 w *= rows.w
             yield RowBlock(rows.S, rows.y, w, np.zeros(len(rows), np.int32)).present()
@@ -189,7 +223,7 @@ class BoostStore:
         """Release the rows: the spill folder is removed."""
         self.kept = None
         if self.spill is not None:
-            self.flags = None  # unmapped before the folder goes
+            self.bits = None  # unmapped before the folder goes
             self.spill.remove()
 
 

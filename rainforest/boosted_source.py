@@ -18,10 +18,11 @@ from rainforest.storage import Source
 
 @dataclass
 class BoostedSource(Source):
-    """``base`` with the columns ``weigh(batch)`` computes (the boosting weight, a flag) added."""
+    """``base`` with the columns ``weigh(batch, first_row)`` computes (the boosting weight, a flag) added;
+    ``first_row`` is the batch's first row's position in the pass (the rows come in the base's order)."""
 
     base: Source = None
-    weigh: Callable[[pa.RecordBatch], dict] = None
+    weigh: Callable[[pa.RecordBatch, int], dict] = None
     needed: list = field(default_factory=list)  # base columns ``weigh`` reads
     added: dict = field(default_factory=dict)  # name -> Arrow type
 
@@ -37,8 +38,10 @@ class BoostedSource(Source):
         return self.base.description
 
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        first = 0
         for batch in self.base._batches(self._read(columns), batch_size):
-            yield _with_columns(batch, self.weigh(batch), self.added, columns)
+            yield _with_columns(batch, self.weigh(batch, first), self.added, columns)
+            first += batch.num_rows
 
     @property
     def distributed(self) -> bool:
@@ -95,7 +98,7 @@ class WeighedTask:
     """``inner`` run on batches with ``weigh``'s columns added: BoostedSource's pass, shipped to a cluster."""
 
     inner: object
-    weigh: Callable[[pa.RecordBatch], dict]
+    weigh: Callable[[pa.RecordBatch, int], dict]
     added: dict
     columns: list
 
@@ -103,13 +106,13 @@ class WeighedTask:
         return self.inner.new_state()
 
     def update(self, state, batch: pa.RecordBatch, first_row: int):
-        return self.inner.update(state, self._weighed(batch), first_row)
+        return self.inner.update(state, self._weighed(batch, first_row), first_row)
 
     def merge(self, a, b):
         return self.inner.merge(a, b)
 
-    def _weighed(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        return _with_columns(batch, self.weigh(batch), self.added, self.columns)
+    def _weighed(self, batch: pa.RecordBatch, first_row: int) -> pa.RecordBatch:
+        return _with_columns(batch, self.weigh(batch, first_row), self.added, self.columns)
 
     # the row store on a cluster (rainforest.storage.dask_store): the inner task's, on weighed batches
     @property
@@ -121,7 +124,7 @@ class WeighedTask:
         return getattr(self.inner, "order_free", False)
 
     def encode(self, batch: pa.RecordBatch, first_row: int):
-        return self.inner.encode(self._weighed(batch), first_row)
+        return self.inner.encode(self._weighed(batch, first_row), first_row)
 
     def count_piece(self, state, piece):
         return self.inner.count_piece(state, piece)

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from .base import Classifier
 from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier, reading_model
-from .boost_store import BoostStore, StoreRound
+from .boost_store import BoostStore, StoreRound, WrongBits
 from .boosted_source import BoostedSource, SplitTask
 from .budget import parse_bytes
 from .dask_predict import lazy_on_dask
@@ -44,6 +44,9 @@ from .tree import Tree, plain_value
 from .tree_setup import batch_size_for, grow_params, profile_pass
 
 BOOST_WEIGHT = "__boost_weight__"
+# Bytes of wrong-bits a naive Bayes boosting fit may hold (a bit per row and learner; 10M rows: 1.25 MB a
+# learner): an eighth of the default memory budget, the boosting store's share of a tree's
+BITS_ROOM = 128 << 20
 PREVIOUS_WRONG = "__previous_wrong__"
 
 #: the boosting part of a model file
@@ -157,24 +160,40 @@ class AdaBoostClassifier(Classifier):
         return self
 
     # -- weights as the rows stream by ---------------------------------------------------
-    def _weigher(self, label: Label, user_weight: str | None, log_norm: float, flag_last: bool):
+    def _weigher(self, label: Label, user_weight: str | None, log_norm: float, flag_last: bool,
+                 bits: WrongBits | None = None):
+        """The weights of a round's rows as they stream by (``weigh(batch, first_row)``), from the learners
+        so far; with ``flag_last``, also whether the newest, not yet weighted learner gets each row wrong.
+
+        With ``bits`` (a one-pass round over rows in a fixed order), only the newest learner scores the
+        rows: its bits are set as they pass, and the weights come from the earlier learners' bits, in the
+        same floats as scoring every learner again (:class:`rainforest.boost_store.WrongBits`)."""
         learners, alphas = list(self.estimators_), list(self._alphas)
         scored = learners[:len(alphas)]
+        unscored = flag_last and len(learners) > len(alphas)
+        if bits is not None:
+            bits.alphas = alphas
 
-        def weigh(batch: pa.RecordBatch) -> dict:
+        def weigh(batch: pa.RecordBatch, first_row: int) -> dict:
             given = numeric_values(batch.column(user_weight)) if user_weight else None
             y = label.codes(batch.column(label.name), absent=None if given is None else given == 0)
-            unscored = flag_last and len(learners) > len(alphas)
-            predicted = self._class_indices(learners if unscored else scored, batch)
-            lw = np.full(len(y), -log_norm)
-            for pred, alpha in zip(predicted, alphas):
-                lw += alpha * (pred != y)
+            if bits is not None:
+                wrong = self._class_indices(learners[-1:], batch)[0] != y if unscored else np.zeros(len(y), bool)
+                if unscored:
+                    bits.mark(len(alphas), first_row, wrong)
+                lw = bits.log_weights(first_row, len(y), -log_norm)
+            else:
+                predicted = self._class_indices(learners if unscored else scored, batch)
+                wrong = (predicted[-1] != y) if unscored else np.zeros(len(y), bool)
+                lw = np.full(len(y), -log_norm)
+                for pred, alpha in zip(predicted, alphas):
+                    lw += alpha * (pred != y)
             w = np.exp(lw)
             if given is not None:
                 w *= given
             out = {BOOST_WEIGHT: w}
             if flag_last:
-                out[PREVIOUS_WRONG] = (predicted[-1] != y) if unscored else np.zeros(len(y), bool)
+                out[PREVIOUS_WRONG] = wrong
             return out
 
         return weigh
@@ -272,14 +291,18 @@ class AdaBoostClassifier(Classifier):
         label_values = None
         log_norm = 0.0
         self._closing_passes = self._store_passes = 0
+        bits, n_rows = None, []
         for m in range(self.n_estimators + 1):
             label = Label(data.target, label_values or [])
             source = BoostedSource(base=data.source, needed=columns,
-                                   weigh=self._weigher(label, data.weight, log_norm, True),
+                                   weigh=self._weigher(label, data.weight, log_norm, True, bits),
                                    added={BOOST_WEIGHT: pa.float64(), PREVIOUS_WRONG: pa.bool_()})
             if label_values is None:  # the first pass learns the classes itself: no learner to score yet
-                source.weigh = lambda b: {BOOST_WEIGHT: numeric_values(b.column(data.weight)) if data.weight
-                                          else np.ones(b.num_rows), PREVIOUS_WRONG: np.zeros(b.num_rows, bool)}
+                def first_weigh(b, first_row):
+                    n_rows.append(b.num_rows)
+                    return {BOOST_WEIGHT: numeric_values(b.column(data.weight)) if data.weight else np.ones(b.num_rows),
+                            PREVIOUS_WRONG: np.zeros(b.num_rows, bool)}
+                source.weigh = first_weigh
             task = SplitTask(BayesPass(kinds, data.target, BOOST_WEIGHT, data.source.description), PREVIOUS_WRONG)
             right, wrong = source.run_pass(task, list(kinds) + [data.target, BOOST_WEIGHT, PREVIOUS_WRONG],
                                            base.batch_size)
@@ -306,7 +329,17 @@ class AdaBoostClassifier(Classifier):
             if label_values is None:
                 label_values = list(learner.classes_)
                 self.classes_ = learner.classes_
+                bits = self._wrong_bits(data.source, sum(n_rows))
             self.estimators_.append(learner)
+
+    def _wrong_bits(self, source, n_rows: int) -> WrongBits | None:
+        """Room for every learner's wrong-bits over the ``n_rows`` rows of a naive Bayes fit's passes, so
+        that each round scores its newest learner only; None (each round scores every learner so far)
+        where the rows are weighed away from this process (a Dask cluster's workers), or where the bits
+        would not fit :data:`BITS_ROOM`."""
+        if source.folds_elsewhere or WrongBits.nbytes_for(self.n_estimators, n_rows) > BITS_ROOM:
+            return None
+        return WrongBits.allocate(self.n_estimators, n_rows)
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path) -> None:

@@ -78,6 +78,33 @@ def test_boosted_naive_bayes_one_pass_per_round():
     assert boosted.estimator_errors_[0] == pytest.approx(np.mean(nb.predict(table.drop_columns(["class"])) != y))
 
 
+def test_boosted_naive_bayes_scores_each_learner_once_and_boosts_the_same_model(monkeypatch):
+    """Each round scores only its newest learner (its wrong-bits kept, a bit a row): every learner
+    predicts every row once, where scoring all learners so far each round costs rounds squared.
+    The model file is the one scoring every learner again gives (bits off: BITS_ROOM 0)."""
+    from rainforest import boosting
+
+    table = pq.read_table(dataset_path("adult_train"))
+    scored = []
+    predict = NaiveBayesClassifier.predict_joint_log_proba
+    monkeypatch.setattr(NaiveBayesClassifier, "predict_joint_log_proba",
+                        lambda self, X: scored.append(len(X)) or predict(self, X))
+
+    def fit():
+        scored.clear()
+        model = AdaBoostClassifier(NaiveBayesClassifier(), n_estimators=6).fit(table, target="class")
+        return model, sum(scored)
+
+    with_bits, rows_scored = fit()
+    rounds = len(with_bits.estimators_)
+    assert rounds >= 4 and rows_scored == rounds * table.num_rows
+    monkeypatch.setattr(boosting, "BITS_ROOM", 0)
+    again, rows_scored_again = fit()
+    assert rows_scored_again == table.num_rows * rounds * (rounds + 1) // 2  # learner j scores rounds - j passes
+    assert again.estimator_weights_.tolist() == with_bits.estimator_weights_.tolist()
+    assert [e.model_dict() for e in again.estimators_] == [e.model_dict() for e in with_bits.estimators_]
+
+
 def test_bad_learners_and_parameters():
     X, y, _ = numeric_xy("magic", np.float64)
     with pytest.raises(ValueError, match="estimator"):
