@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from .avc import root_avc
 # the counting pass lives in the engine; its public names stay importable from here
 from .bayes_counts import BayesPass, column_moments  # noqa: F401  (column_moments: re-exported)
-from .bayes_state import BayesCounts, Moments
+from .bayes_state import BayesCounts, Moments, add_gaussian_terms
 from .dask_predict import lazy_on_dask
 from .errors import DataError
 from .base import Classifier
@@ -359,11 +359,9 @@ class NaiveBayesClassifier(Classifier):
         n = table.num_rows
         jll = np.tile(self.class_log_prior_, (n, 1))
         for j, a in enumerate(self.numeric_features_):
-            x = numeric_values(table.column(a))
-            ok = ~np.isnan(x)
-            var = self.var_[:, j]
-            term = -0.5 * np.log(2.0 * np.pi * var)[None, :] - 0.5 * (x[:, None] - self.theta_[None, :, j]) ** 2 / var
-            jll[ok] += term[ok]
+            var = np.ascontiguousarray(self.var_[:, j])
+            add_gaussian_terms(numeric_values(table.column(a)), np.ascontiguousarray(self.theta_[:, j]), var,
+                               -0.5 * np.log(2.0 * np.pi * var), jll)
         for j, a in enumerate(self.counted_features_):
             codes = self._codes(j, a, table.column(a))
             ok = codes >= 0  # missing and unseen values are skipped

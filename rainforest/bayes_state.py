@@ -100,3 +100,21 @@ def merge_moments(into, w, mean, m2):
     into[1] += delta * w / total
     into[2] += m2 + delta * delta * into[0] * w / total
     into[0] = total
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def add_gaussian_terms(x, theta, var, log_norms, jll):
+    """Add one numeric attribute's Gaussian log-likelihood to each row's joint log-likelihood ``jll``
+    (rows x classes), rows whose value is NaN left out: ``log_norms[c] - 0.5 * (x - theta[c]) ** 2 /
+    var[c]`` with ``log_norms = -0.5 * log(2 pi var)``, in the floating-point steps of that numpy
+    expression (a square, a product by 0.5, a division, a difference, then the sum), so the sums are
+    numpy's to the bit.  One pass over the rows where numpy's took six temporaries and two masked
+    copies (boosting's rounds score every row: 0.5 s a million rows)."""
+    for i in numba.prange(x.shape[0]):
+        v = x[i]
+        if v != v:
+            continue
+        for c in range(jll.shape[1]):
+            d = v - theta[c]
+            jll[i, c] += log_norms[c] - 0.5 * (d * d) / var[c]
+

@@ -252,3 +252,25 @@ def test_bad_input():
         NaiveBayesClassifier(batch_size=4).fit(X, np.arange(10) % 2)
     with pytest.raises(ValueError, match="numeric"):
         NaiveBayesClassifier(numeric="kernel").fit(np.ones((5, 2)), np.arange(5) % 2)
+
+
+def test_gaussian_terms_kernel_is_numpys_expression_to_the_bit():
+    """Prediction adds each numeric attribute's Gaussian term in a kernel: the same floats, bit for bit,
+    as numpy's ``-0.5 * log(2 pi var) - 0.5 * (x - theta) ** 2 / var`` added where x is not NaN."""
+    from rainforest.bayes_state import add_gaussian_terms
+
+    rng = np.random.default_rng(5)
+    for n_classes in (2, 7):
+        x = rng.normal(3.0, 1e3, 5000) * rng.choice([1e-6, 1.0, 1e6], 5000)
+        x[rng.random(5000) < 0.1] = np.nan
+        theta = rng.normal(0.0, 1e3, n_classes)
+        var = rng.random(n_classes) * 1e4 + 1e-9
+        start = rng.normal(size=(5000, n_classes))
+        expected = start.copy()
+        ok = ~np.isnan(x)
+        term = -0.5 * np.log(2.0 * np.pi * var)[None, :] - 0.5 * (x[:, None] - theta[None, :]) ** 2 / var
+        expected[ok] += term[ok]
+        got = start.copy()
+        add_gaussian_terms(x, theta, var, -0.5 * np.log(2.0 * np.pi * var), got)
+        assert np.array_equal(got, expected)
+
