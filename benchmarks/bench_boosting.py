@@ -12,12 +12,19 @@ child process (killed after ``--time-limit``), ``--rounds`` SAMME rounds of dept
 * ``sklearn``           -- scikit-learn's ``AdaBoostClassifier`` (SAMME) of the same trees, after
   reading the Parquet rows into a float32 array (timed).
 
-The table says whether ``rainforest`` boosted the trees of ``rainforest-rounds`` (JSON for JSON).
+With ``--learner bayes`` the rounds boost Gaussian naive Bayes instead (``--depth`` unused; one pass
+over the data per round): ``rainforest`` keeps each learner's wrong rows as bits, so a round scores
+only its newest learner; ``rainforest-rounds`` scores every learner so far in every round (the bits
+turned off, ``boosting.BITS_ROOM = 0``: the baseline); ``sklearn`` boosts ``GaussianNB``.
+
+The table says whether ``rainforest`` boosted the learners of ``rainforest-rounds`` (JSON for JSON).
 Fit times include reading the data; the kernels are compiled first, outside the timed fit.  Writes
 ``<out>.md``, ``<out>.json`` and ``<out>.png`` (default ``benchmarks/results/boosting``).
 
     python benchmarks/bench_boosting.py                                  # 1M and 10M rows, 50 rounds
     python benchmarks/bench_boosting.py --rows 200000 --out /tmp/boost   # a check
+    python benchmarks/bench_boosting.py --learner bayes --rounds 20 --rows 1000000,10000000 \
+        --out benchmarks/results/boosting_bayes
 """
 from __future__ import annotations
 
@@ -37,13 +44,17 @@ COLORS = {"rainforest": "#2a7f62", "rainforest-rounds": "#dd8452", "sklearn": "#
 
 
 def _rainforest(args) -> dict:
-    from rainforest import AdaBoostClassifier, DecisionTreeClassifier, boost_store
+    import json
+
+    from rainforest import AdaBoostClassifier, DecisionTreeClassifier, NaiveBayesClassifier, boost_store, boosting
     from rainforest.datasets import agrawal_table
-    if args.child == "rainforest-rounds":  # no store: every round reads the data
+    if args.child == "rainforest-rounds":  # no store (trees: every round reads the data), no bits (naive Bayes)
         boost_store.BoostStore.fill = classmethod(lambda cls, *a, **k: None)
+        boosting.BITS_ROOM = 0
 
     def model():
-        return AdaBoostClassifier(DecisionTreeClassifier(max_depth=args.depth), n_estimators=args.rounds)
+        base = NaiveBayesClassifier() if args.learner == "bayes" else DecisionTreeClassifier(max_depth=args.depth)
+        return AdaBoostClassifier(base, n_estimators=args.rounds)
     t0 = time.perf_counter()
     model().fit(agrawal_table(20_000, function=7, seed=SEED + 1), target=LABEL)
     warmup = time.perf_counter() - t0
@@ -51,7 +62,8 @@ def _rainforest(args) -> dict:
     t0 = time.perf_counter()
     clf.fit(args.train, target=LABEL)
     fit = time.perf_counter() - t0
-    Path(args.model).write_text("\n".join(t.to_json() for t in clf.estimators_))
+    Path(args.model).write_text("\n".join(json.dumps(e.model_dict()) if args.learner == "bayes" else e.to_json()
+                                          for e in clf.estimators_))
     return {"fit_seconds": fit, "passes": int(clf.n_passes_), "warmup_seconds": warmup,
             "rounds_done": len(clf.estimators_), "test_accuracy": float(clf.score(args.test, target=LABEL))}
 
@@ -60,6 +72,7 @@ def _sklearn(args) -> dict:
     import numpy as np
     import pyarrow.parquet as pq
     from sklearn.ensemble import AdaBoostClassifier
+    from sklearn.naive_bayes import GaussianNB
     from sklearn.tree import DecisionTreeClassifier
 
     def xy(folder):
@@ -68,7 +81,8 @@ def _sklearn(args) -> dict:
         return np.column_stack([t.column(c).to_numpy().astype(np.float32) for c in cols]), t.column(LABEL).to_numpy()
     t0 = time.perf_counter()
     X, y = xy(args.train)
-    clf = AdaBoostClassifier(DecisionTreeClassifier(max_depth=args.depth), n_estimators=args.rounds)
+    base = GaussianNB() if args.learner == "bayes" else DecisionTreeClassifier(max_depth=args.depth)
+    clf = AdaBoostClassifier(base, n_estimators=args.rounds)
     clf.fit(X, y)
     fit = time.perf_counter() - t0
     Xt, yt = xy(args.test)
@@ -81,11 +95,13 @@ def run(args) -> dict:
 
 
 def write_markdown(path: Path, rows, info) -> None:
-    lines = ["# AdaBoost: rounds grown from the rows encoded once", "",
-             f"{info['rounds']} SAMME rounds of depth-{info['depth']} trees, Agrawal F7. `{info['command']}` on "
+    learners = "Gaussian naive Bayes" if info.get("learner") == "bayes" else f"depth-{info['depth']} trees"
+    lines = ["# AdaBoost: rounds grown from the rows encoded once" if info.get("learner") != "bayes" else
+             "# AdaBoost of naive Bayes: each round scores its newest learner only", "",
+             f"{info['rounds']} SAMME rounds of {learners}, Agrawal F7. `{info['command']}` on "
              f"{info['machine'].get('cpu', '?')}, {info['machine'].get('usable_cores', '?')} cores ({info['date']}).", "",
              "| rows | contender | status | seconds | × rainforest-rounds | passes | rounds | peak RSS (MB) | "
-             "test accuracy | same trees as rainforest-rounds |",
+             "test accuracy | same learners as rainforest-rounds |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     base = {r["rows"]: r.get("fit_seconds") for r in rows if r["name"] == "rainforest-rounds"}
     for r in rows:
@@ -94,8 +110,10 @@ def write_markdown(path: Path, rows, info) -> None:
                      f"{fmt(ratio, '.2f')} | {fmt(r.get('passes'), 'd')} | {fmt(r.get('rounds_done'), 'd')} | "
                      f"{fmt(r.get('peak_rss_mb'), '.0f')} | {fmt(r.get('test_accuracy'), '.4f')} | "
                      f"{r.get('same_trees', '-')} |")
-    lines += ["", "Passes are over the data (the profile included). `rainforest-rounds` is rainforest with the "
-              "boosting store turned off: a round reads the data once. scikit-learn's time includes reading the "
+    baseline = ("`rainforest-rounds` is rainforest scoring every learner so far in every round (its wrong-bits "
+                "turned off); each round reads the data once in both. " if info.get("learner") == "bayes" else
+                "`rainforest-rounds` is rainforest with the boosting store turned off: a round reads the data once. ")
+    lines += ["", "Passes are over the data (the profile included). " + baseline + "scikit-learn's time includes reading the "
               "Parquet rows into a float32 array; the default `memory_budget` (1GB) for rainforest; peak RSS is the "
               "child's VmHWM."]
     path.write_text("\n".join(lines) + "\n")
@@ -103,13 +121,15 @@ def write_markdown(path: Path, rows, info) -> None:
 
 def draw(axes, rows, info) -> str:
     harness.draw_grouped_bars(axes, rows, CONTENDERS, COLORS)
-    return f"AdaBoost, {info['rounds']} rounds of depth-{info['depth']} trees (Agrawal F7)"
+    learners = "naive Bayes" if info.get("learner") == "bayes" else f"depth-{info['depth']} trees"
+    return f"AdaBoost, {info['rounds']} rounds of {learners} (Agrawal F7)"
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--rows", type=lambda s: harness.parse_ints(s, "row count", 1000), default=[1_000_000, 10_000_000])
+    p.add_argument("--learner", choices=("tree", "bayes"), default="tree", help="what each round fits (default tree)")
     p.add_argument("--depth", type=int, default=3, help="depth of each round's tree (default 3)")
     p.add_argument("--rounds", type=int, default=50, help="boosting rounds (default 50)")
     p.add_argument("--files", type=int, default=20, help="training Parquet files per size (default 20)")
@@ -125,7 +145,8 @@ def main(argv=None) -> int:
     if code is not None:
         return code
     contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
-    info = {**harness.run_info(PACKAGES), "rows_list": args.rows, "depth": args.depth, "rounds": args.rounds,
+    info = {**harness.run_info(PACKAGES), "rows_list": args.rows, "learner": args.learner, "depth": args.depth,
+            "rounds": args.rounds,
             "time_limit": args.time_limit, "contenders": contenders}
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-boost-") as models:
@@ -135,7 +156,7 @@ def main(argv=None) -> int:
             harness.prepare_data(__file__, data_dir, harness.data_meta(n, files, 7, args.test_rows, 1))
             harness.warm_page_cache(data_dir / "train")
             child_args = ["--train", str(data_dir / "train"), "--test", str(data_dir / "test"), "--depth",
-                          str(args.depth), "--rounds", str(args.rounds)]
+                          str(args.depth), "--rounds", str(args.rounds), "--learner", args.learner]
             found = harness.run_compared(__file__, contenders, child_args, args.time_limit, "fit_seconds", models,
                                          str(n), ("rainforest", "rainforest-rounds"), "same_trees", rows_label(n))
             rows += [{**r, "rows": n, "function": 7} for r in found]
