@@ -165,12 +165,14 @@ class AdaBoostClassifier(Classifier):
         """The weights of a round's rows as they stream by (``weigh(batch, first_row)``), from the learners
         so far; with ``flag_last``, also whether the newest, not yet weighted learner gets each row wrong.
 
-        With ``bits`` (a one-pass round over rows in a fixed order), only the newest learner scores the
-        rows: its bits are set as they pass, and the weights come from the earlier learners' bits, in the
-        same floats as scoring every learner again (:class:`rainforest.boost_store.WrongBits`)."""
+        With ``bits`` (rows in the same order at every pass), only the newest learner scores the rows,
+        during the round's first pass: its bits are set as they pass, and the weights come from the
+        learners' bits, in the same floats as scoring every learner again at every pass
+        (:class:`rainforest.boost_store.WrongBits`)."""
         learners, alphas = list(self.estimators_), list(self._alphas)
         scored = learners[:len(alphas)]
         unscored = flag_last and len(learners) > len(alphas)
+        newest = len(learners) - 1  # whose bits this round sets (a tree's is weighted already)
         if bits is not None:
             bits.alphas = alphas
 
@@ -178,9 +180,11 @@ class AdaBoostClassifier(Classifier):
             given = numeric_values(batch.column(user_weight)) if user_weight else None
             y = label.codes(batch.column(label.name), absent=None if given is None else given == 0)
             if bits is not None:
-                wrong = self._class_indices(learners[-1:], batch)[0] != y if unscored else np.zeros(len(y), bool)
-                if unscored:
-                    bits.mark(len(alphas), first_row, wrong)
+                marking = newest >= 0 and bits.marking(newest)
+                wrong = self._class_indices(learners[-1:], batch)[0] != y if marking or unscored \
+                    else np.zeros(len(y), bool)
+                if marking:
+                    bits.mark(newest, first_row, wrong)
                 lw = bits.log_weights(first_row, len(y), -log_norm)
             else:
                 predicted = self._class_indices(learners if unscored else scored, batch)
@@ -255,10 +259,11 @@ class AdaBoostClassifier(Classifier):
         """The rounds: each grows a tree from the store (the encoding pass counts as the first round's),
         or from the source with the weights computed as its rows stream by."""
         log_norm = 0.0
+        bits = self._wrong_bits(data.source, n_rows) if store is None else None
         for _ in range(self.n_estimators):
             if store is None:
                 source = BoostedSource(base=data.source, needed=columns,
-                                       weigh=self._weigher(schema.label, data.weight, log_norm, False),
+                                       weigh=self._weigher(schema.label, data.weight, log_norm, False, bits),
                                        added={BOOST_WEIGHT: pa.float64()})
             else:
                 source = StoreRound(store=store, log_norm=log_norm, name=data.source.description,
@@ -333,10 +338,10 @@ class AdaBoostClassifier(Classifier):
             self.estimators_.append(learner)
 
     def _wrong_bits(self, source, n_rows: int) -> WrongBits | None:
-        """Room for every learner's wrong-bits over the ``n_rows`` rows of a naive Bayes fit's passes, so
-        that each round scores its newest learner only; None (each round scores every learner so far)
-        where the rows are weighed away from this process (a Dask cluster's workers), or where the bits
-        would not fit :data:`BITS_ROOM`."""
+        """Room for every learner's wrong-bits over the ``n_rows`` rows of the rounds' passes (naive Bayes,
+        or trees that read the source: no boosting store), so that each round scores its newest learner
+        once; None (every pass scores every learner so far) where the rows are weighed away from this
+        process (a Dask cluster's workers), or where the bits would not fit :data:`BITS_ROOM`."""
         if source.folds_elsewhere or WrongBits.nbytes_for(self.n_estimators, n_rows) > BITS_ROOM:
             return None
         return WrongBits.allocate(self.n_estimators, n_rows)

@@ -105,6 +105,33 @@ def test_boosted_naive_bayes_scores_each_learner_once_and_boosts_the_same_model(
     assert [e.model_dict() for e in again.estimators_] == [e.model_dict() for e in with_bits.estimators_]
 
 
+def test_trees_read_from_the_source_score_each_learner_once(monkeypatch):
+    """Rounds whose trees read the source at every level (``algorithm="read"``, no boosting store) score
+    each learner once, at the first pass after it (its wrong-bits then serve every later pass), where
+    scoring every learner at every pass costs rounds squared times depth; the same trees."""
+    from rainforest import boosting
+
+    table = pq.read_table(dataset_path("adult_train"))
+    scored = []
+    class_indices = AdaBoostClassifier._class_indices
+    monkeypatch.setattr(AdaBoostClassifier, "_class_indices", staticmethod(
+        lambda learners, batch: scored.append(len(learners) * batch.num_rows) or class_indices(learners, batch)))
+
+    def fit():
+        scored.clear()
+        base = DecisionTreeClassifier(max_depth=3, algorithm="read")
+        return AdaBoostClassifier(base, n_estimators=5).fit(table, target="class"), sum(scored)
+
+    with_bits, rows_scored = fit()
+    rounds = len(with_bits.estimators_)
+    assert rounds == 5 and with_bits.n_passes_per_round_[1:] == [3] * 4
+    assert rows_scored == (rounds - 1) * table.num_rows  # the last tree weighs no round
+    monkeypatch.setattr(boosting, "BITS_ROOM", 0)
+    again, rows_scored_again = fit()
+    assert rows_scored_again == 3 * table.num_rows * sum(range(rounds))  # every pass, every learner so far
+    assert [t.to_json() for t in again.estimators_] == [t.to_json() for t in with_bits.estimators_]
+
+
 def test_bad_learners_and_parameters():
     X, y, _ = numeric_xy("magic", np.float64)
     with pytest.raises(ValueError, match="estimator"):
