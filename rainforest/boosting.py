@@ -215,9 +215,9 @@ class AdaBoostClassifier(Classifier):
             if isinstance(learner, NaiveBayesClassifier):
                 out.append(np.argmax(learner.predict_joint_log_proba(table), axis=1))
                 continue
-            if encoded is None:
-                encoded = learner.encoder().encode(table.select(learner.feature_names))
-            out.append(np.argmax(learner.value[learner.apply(encoded)], axis=1))
+            if encoded is None:  # row-major once, not copied again by each tree's apply
+                encoded = np.ascontiguousarray(learner.encoder().encode(table.select(learner.feature_names)))
+            out.append(np.argmax(learner.value, axis=1)[learner.apply(encoded)])  # each node's class, looked up
         return out
 
     def _alpha(self, err: float, k: int) -> float | None:
@@ -430,8 +430,10 @@ class AdaBoostClassifier(Classifier):
         tables = feature_tables(X, list(self.feature_names_in_), strict_names=False)
         for table in tables:
             score = np.zeros((table.num_rows, len(self.classes_)))
+            cells = np.arange(table.num_rows) * len(self.classes_)  # each row's first cell in score, flat
+            flat = score.reshape(-1)
             for pred, alpha in zip(self._class_indices(self.estimators_, table), self.estimator_weights_):
-                score[np.arange(table.num_rows), pred] += alpha
+                flat[cells + pred] += alpha
             parts.append(score / self.estimator_weights_.sum())
         return np.concatenate(parts) if parts else np.empty((0, len(self.classes_)))
 

@@ -49,6 +49,11 @@ def test_samme_weights_follow_the_errors():
     proba = boosted.predict_proba(X[:100])
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert (boosted.classes_[proba.argmax(axis=1)] == boosted.predict(X[:100])).all()
+    # the votes: each tree's leaf class weighted by its alpha, added in learner order, as SAMME's
+    votes = np.zeros((len(X), k))
+    for tree, alpha in zip(boosted.estimators_, boosted.estimator_weights_):
+        votes[np.arange(len(X)), np.argmax(tree.value[tree.apply(np.asarray(X, np.float64))], axis=1)] += alpha
+    assert np.array_equal(boosted.decision_function(X), votes / boosted.estimator_weights_.sum())
 
 
 def test_the_weights_of_a_round_are_those_of_in_memory_adaboost():
