@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from .avc import root_avc
 # the counting pass lives in the engine; its public names stay importable from here
 from .bayes_counts import BayesPass, column_moments  # noqa: F401  (column_moments: re-exported)
-from .bayes_state import BayesCounts, Moments, add_gaussian_terms
+from .bayes_state import BayesCounts, Moments, add_gaussian_terms, add_table_terms
 from .dask_predict import lazy_on_dask
 from .errors import DataError
 from .base import Classifier
@@ -362,10 +362,8 @@ class NaiveBayesClassifier(Classifier):
             var = np.ascontiguousarray(self.var_[:, j])
             add_gaussian_terms(numeric_values(table.column(a)), np.ascontiguousarray(self.theta_[:, j]), var,
                                -0.5 * np.log(2.0 * np.pi * var), jll)
-        for j, a in enumerate(self.counted_features_):
-            codes = self._codes(j, a, table.column(a))
-            ok = codes >= 0  # missing and unseen values are skipped
-            jll[ok] += self.feature_log_prob_[j][:, codes[ok]].T
+        for j, a in enumerate(self.counted_features_):  # missing and unseen values (code -1) are skipped
+            add_table_terms(self._codes(j, a, table.column(a)), np.ascontiguousarray(self.feature_log_prob_[j]), jll)
         return jll
 
     def _codes(self, j: int, name: str, col) -> np.ndarray:

@@ -118,3 +118,16 @@ def add_gaussian_terms(x, theta, var, log_norms, jll):
             d = v - theta[c]
             jll[i, c] += log_norms[c] - 0.5 * (d * d) / var[c]
 
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def add_table_terms(codes, log_probs, jll):
+    """Add one counted attribute's log-probabilities to each row's joint log-likelihood ``jll``:
+    ``log_probs[c, codes[i]]`` for every class ``c``, rows whose code is negative (missing, unseen)
+    left out; one add per cell, as numpy's masked, gathered add (four temporaries) made it."""
+    for i in numba.prange(codes.shape[0]):
+        k = codes[i]
+        if k < 0:
+            continue
+        for c in range(jll.shape[1]):
+            jll[i, c] += log_probs[c, k]
+

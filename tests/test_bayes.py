@@ -274,3 +274,21 @@ def test_gaussian_terms_kernel_is_numpys_expression_to_the_bit():
         add_gaussian_terms(x, theta, var, -0.5 * np.log(2.0 * np.pi * var), got)
         assert np.array_equal(got, expected)
 
+
+def test_table_terms_kernel_is_numpys_masked_gather_to_the_bit():
+    """A counted attribute's log-probabilities are added in a kernel: numpy's ``jll[ok] +=
+    log_probs[:, codes[ok]].T`` (codes -1: missing or unseen, skipped), bit for bit."""
+    from rainforest.bayes_state import add_table_terms
+
+    rng = np.random.default_rng(6)
+    for n_classes, n_values in ((2, 5), (7, 300)):
+        codes = rng.integers(-1, n_values, 4000)
+        log_probs = np.log(rng.random((n_classes, n_values)))
+        start = rng.normal(size=(4000, n_classes))
+        expected = start.copy()
+        ok = codes >= 0
+        expected[ok] += log_probs[:, codes[ok]].T
+        got = start.copy()
+        add_table_terms(codes, log_probs, got)
+        assert np.array_equal(got, expected)
+
