@@ -145,6 +145,11 @@ class ForestGrower:
         if self.write:  # slots, class code (at most 4 bytes), weight, node
             self.write = room_for(params.spill_dir, n_rows * (columns.row_bytes() + 4))
         self.spill: Spill | None = None
+        # A source that keeps partitions where they are read (a Dask cluster's workers): the first growth
+        # pass encodes each partition there and every later level counts what the workers keep (up to a
+        # quarter of the budget each in memory, the rest on their local disks), as a tree's growth does.
+        self.store = None
+        self.keeps_partitions = params.hybrid and not local and getattr(source, "keeps_partitions", False)
 
     # -- the level loop ------------------------------------------------------------------
     def grow(self) -> list[Nodes]:
@@ -157,6 +162,8 @@ class ForestGrower:
             self._finish_in_memory(frontier, together, scratch_rows)
         else:
             level = 0
+            if self.keeps_partitions:
+                self.store = self.source.open_store(self.budget // 4, self.columns.row_bytes())
             try:
                 while len(frontier):
                     frontier = self._level(frontier, level, PassCounter(self))
@@ -164,6 +171,8 @@ class ForestGrower:
             except BaseException:
                 self.release()
                 raise
+            finally:
+                self._close_store()
             if self.spill is not None:  # kept for the out-of-bag estimates: release() removes it
                 self.spill.report(self.stats)
                 self.rows_on_disk, self.spill = self.spill, None
@@ -171,6 +180,12 @@ class ForestGrower:
             self.stats.kept_rows = self.kept.size
             self.rows_in_memory, self.kept = self.kept, None
         return self.trees
+
+    def _close_store(self) -> None:
+        """Release the rows the workers keep (growth has ended, or failed)."""
+        if self.store is not None:
+            store, self.store = self.store, None
+            self.source.close_store(store)
 
     def release(self) -> None:
         """Remove the spill folder (kept after growth for the out-of-bag estimates) and drop the kept rows."""
@@ -331,13 +346,16 @@ class ForestGrower:
         if self.write and self.spill is None:
             self.spill = Spill(self.params.spill_dir, self.columns.width)
             task.spill = self.spill.writer(np.zeros(1, np.int64))  # every row to partition 0
-        meter = PassMeter(f"level {level}, pass {self.source.n_passes + 1} over the data, {label}", self.verbose,
-                          self.n_rows)
+        before = self.source.n_passes
+        where = "the rows kept on the workers" if self.store is not None and level > 0 else \
+            f"pass {before + 1} over the data"
+        meter = PassMeter(f"level {level}, {where}, {label}", self.verbose, self.n_rows)
+        task.store = self.store
         state = self.source.run_pass(task, self.data_columns, self.batch_size, meter)
         meter.done()
         if task.spill is not None:
             self.spill.commit()
-        return state.counts, True
+        return state.counts, self.source.n_passes > before  # a store's pass reads the source only for lost pieces
 
     # -- splits ------------------------------------------------------------------------------
     def _split_jobs(self, jobs: Jobs, counts: np.ndarray, next_frontier: list) -> list:

@@ -21,6 +21,22 @@ class ForestCounts:
 
 
 @dataclass
+class ForestPiece:
+    """Encoded rows a Dask worker keeps for the forest's later passes (:mod:`rainforest.storage.dask_store`):
+    a block, and the position of its first row, from which each row's bootstrap multiplicities are drawn."""
+
+    rows: RowBlock
+    first_row: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows.nbytes
+
+
+_NO_NODES = np.empty(0, np.int32)  # a forest's rows stand at no node: every pass routes them from the roots
+
+
+@dataclass
 class ForestPass:
     """A :class:`rainforest.storage.PassTask` counting the AVC-groups of the jobs (tree, node) of one pass.
 
@@ -44,6 +60,9 @@ class ForestPass:
     size: int
     spill: object = None  # the row store on disk: receives every encoded block of the pass, in row order
     grid: np.ndarray = field(default_factory=lambda: NO_GRID)  # a regressor's exact parts (target_parts.py)
+    # a Dask cluster's row store (storage.dask_store.PartitionStore): the first pass encodes each partition
+    # where it is read and the workers keep it (encode, count_piece); later passes count what they keep
+    store: object = None
 
     @property
     def order_free(self) -> bool:
@@ -58,6 +77,14 @@ class ForestPass:
         if self.spill is not None:  # every row, kept in row order: its position is its identity
             self.spill(RowBlock(S, y, w, np.zeros(len(y), np.int32)))
         return self.count(state, S, y, w, first_row)
+
+    def encode(self, batch: pa.RecordBatch, first_row: int) -> ForestPiece:
+        """A batch encoded as a worker keeps it (the row store's protocol, with :meth:`count_piece`)."""
+        S, y, w = self.columns.encode(batch)
+        return ForestPiece(RowBlock(S, y, w, _NO_NODES), first_row)
+
+    def count_piece(self, state: ForestCounts, piece: ForestPiece) -> ForestCounts:
+        return self.count(state, piece.rows.S, piece.rows.y, piece.rows.w, piece.first_row)
 
     def count(self, state: ForestCounts, S, y, w, first_row: int) -> ForestCounts:
         count_forest(S, y, w, np.int64(first_row), self.depth, self.trees, self.keys1, self.keys2, self.thresholds,

@@ -27,7 +27,8 @@ distributed = pytest.importorskip("distributed")
 from dask.callbacks import Callback  # noqa: E402
 
 from dask_faults import StallOnce  # noqa: E402
-from rainforest import AdaBoostClassifier, DecisionTreeClassifier, NaiveBayesClassifier, load  # noqa: E402
+from rainforest import (AdaBoostClassifier, DecisionTreeClassifier, NaiveBayesClassifier,  # noqa: E402
+                        RandomForestClassifier, load)
 from rainforest.cli import main as cli_main  # noqa: E402
 from rainforest.datasets import write_agrawal_parquet  # noqa: E402
 from rainforest.inputs import to_source  # noqa: E402
@@ -385,6 +386,50 @@ def test_a_worker_killed_while_it_holds_kept_partitions(data, reference, tmp_pat
     assert killed.get("status") == -signal.SIGKILL  # a worker really died, stalled inside pass 4
     assert clf.tree_.to_json() == tree
     assert clf.n_passes_ == 3
+
+
+FOREST = dict(n_estimators=6, max_depth=5, random_state=3)
+
+
+def _forest(X, **kw):
+    return RandomForestClassifier(**FOREST, **kw).fit(X, target="class")
+
+
+@pytest.fixture(scope="module")
+def forest_local(data):
+    return _forest(data)
+
+
+@pytest.mark.parametrize("budget", ["1GB", "300KB"])  # the kept rows in memory, or in files on the disk
+def test_a_forest_counts_the_encoded_partitions_kept_where_they_were_read(data, forest_local, budget, monkeypatch):
+    """A forest on Dask: its first growth pass encodes each partition where it is read and keeps it
+    (the tree's row store: memory, then the local disk), every later level counts what is kept, so
+    the source is read twice, and the trees are the local forest's; then nothing is held.  Kept
+    pieces are counted from the positions of their rows (each row's bootstrap draw), so a store that
+    lost them would change the forest: a mutation that shifts those positions is caught."""
+    for source in (DaskSource(data), dd.read_parquet(data)):
+        clf = _forest(source, memory_budget=budget)
+        assert [t.to_json() for t in clf.estimators_] == [t.to_json() for t in forest_local.estimators_]
+        assert clf.n_passes_ == 2 and clf.n_passes_per_level_[0] == 1 and not any(clf.n_passes_per_level_[1:])
+        assert _held_nowhere()
+    from rainforest import forest_passes
+
+    monkeypatch.setattr(forest_passes.ForestPass, "count_piece",
+                        lambda self, state, piece: self.count(state, piece.rows.S, piece.rows.y, piece.rows.w,
+                                                              piece.first_row + 1))
+    shifted = _forest(DaskSource(data), memory_budget=budget)
+    assert [t.to_json() for t in shifted.estimators_] != [t.to_json() for t in forest_local.estimators_]
+    assert _held_nowhere()
+
+
+@pytest.mark.cluster
+def test_a_forest_on_worker_processes_keeps_its_partitions_there(data, forest_local):
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as lc, distributed.Client(lc) as client:
+        clf = _forest(DaskSource(data, client=client))
+        assert [t.to_json() for t in clf.estimators_] == [t.to_json() for t in forest_local.estimators_]
+        assert clf.n_passes_ == 2
+        assert _held_nowhere(client)
 
 
 def test_naive_bayes_and_boosting_fit_on_a_dask_dataframe(data):
