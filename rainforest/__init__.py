@@ -28,7 +28,7 @@ rainforest.evaluation
     Holdout, random subsampling, k-fold cross-validation, the .632 bootstrap, the paired
     t-test, threshold moving and class resampling, over any source without copying it.
 """
-from importlib import import_module
+from rainforest.storage.lazy import lazy_names
 
 from .errors import BudgetError, DataError, ModelError, NotFittedError
 
@@ -45,14 +45,4 @@ __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "NaiveBayesClassif
            "BudgetError", "ModelError", "NotFittedError"]
 __version__ = "0.1.0"
 
-
-def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module 'rainforest' has no attribute {name!r}")
-    value = getattr(import_module(f"rainforest.{_LAZY[name]}"), name)
-    globals()[name] = value  # once: later reads find it without this hook
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals(), __all__)

@@ -7,9 +7,8 @@ The sources that read files, databases or a Dask cluster are imported on first u
 (``from rainforest.storage import ParquetSource``): a fit on arrays in a fresh process
 does not pay for loading them.
 """
-from importlib import import_module
-
 from .base import PassTask, Source, SourceError
+from .lazy import lazy_names
 from .memory import TableSource, as_table
 
 _LAZY = {"MissingPathError": "parquet", "ParquetSource": "parquet", "DaskSource": "dask",
@@ -18,14 +17,4 @@ _LAZY = {"MissingPathError": "parquet", "ParquetSource": "parquet", "DaskSource"
 __all__ = ["Source", "PassTask", "SourceError", "MissingPathError", "ParquetSource", "DaskSource", "TableSource", "as_table",
            "DuckDBSource", "PostgresSource", "SqlSource"]
 
-
-def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module 'rainforest.storage' has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
-    globals()[name] = value  # once: later reads find it without this hook
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals(), __all__)

@@ -26,3 +26,19 @@ class LazyModule:
 def lazy_module(name: str) -> LazyModule:
     """A stand-in for ``import name`` that imports ``name`` when an attribute is first read."""
     return LazyModule(name)
+
+
+def lazy_names(package: str, names: dict, namespace: dict, public: list) -> tuple:
+    """A package's module ``__getattr__`` and ``__dir__`` (PEP 562) for ``names`` (name -> the submodule
+    defining it), each imported on first use and then kept in the package's ``namespace``."""
+    def __getattr__(name: str):
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{names[name]}"), name)
+        namespace[name] = value  # once: later reads find it without this hook
+        return value
+
+    def __dir__():
+        return sorted(set(namespace) | set(public))
+
+    return __getattr__, __dir__
