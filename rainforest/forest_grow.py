@@ -16,15 +16,16 @@ from .errors import BudgetError
 from .forest_kernels import search_jobs, split_children
 from .forest_passes import ForestPass, KeepPass
 from .forest_rows import Columns, data_rows
-from .grow import GrowParams
-from .in_bag import InBagCopies, count_spans, gather_in_bag, in_bag_fraction, partition_spans
+from .forest_levels import ForestLevels, InBagGroups, PassCounter
+from .grow import GrowParams, run_levels
+from .in_bag import InBagCopies, in_bag_fraction
 from .meter import PassMeter
-from .nodes import Nodes, joined_routing
+from .nodes import Nodes
 from .plan import lead_of, pack_jobs
 from .rows import KeptRows
 from .rules import depth_limit, keeps_split, node_criterion, node_totals, pre_leaf, value_weights
 from .spill import Spill, room_for
-from .target_parts import NO_GRID, PARTS_CHANNELS, moments_of_parts, widened
+from .target_parts import NO_GRID, PARTS_CHANNELS, widened
 
 TREES_PER_THREAD = 2  # trees grown at once from copies of their in-bag rows, per Numba thread
 
@@ -161,13 +162,10 @@ class ForestGrower:
         if together > 0:
             self._finish_in_memory(frontier, together, scratch_rows)
         else:
-            level = 0
             if self.keeps_partitions:
                 self.store = self.source.open_store(self.budget // 4, self.columns.row_bytes())
             try:
-                while len(frontier):
-                    frontier = self._level(frontier, level, PassCounter(self))
-                    level += 1
+                run_levels(ForestLevels(self, frontier, lambda: PassCounter(self)))
             except BaseException:
                 self.release()
                 raise
@@ -194,7 +192,7 @@ class ForestGrower:
                 spill.remove()
         self.spill = self.rows_on_disk = self.rows_in_memory = None
 
-    def _plan(self, frontier: np.ndarray) -> tuple[np.ndarray, list]:
+    def plan(self, frontier: np.ndarray) -> tuple[np.ndarray, list]:
         """The frontier's attributes (one row per job) and its packs: consecutive jobs whose
         AVC-groups fit half the budget together."""
         avc_budget = self.budget // 2
@@ -209,29 +207,10 @@ class ForestGrower:
                 f"memory_budget or lower max_bins")
         return cols, list(pack_jobs(job_bytes, avc_budget))
 
-    def _layout(self, frontier: np.ndarray, cols: np.ndarray) -> Jobs:
+    def layout(self, frontier: np.ndarray, cols: np.ndarray) -> Jobs:
         jobs = Jobs.layout(frontier[:, 0], frontier[:, 1], cols, self.columns.n_slots, self.n_channels)
         self.stats.peak_avc_bytes = max(self.stats.peak_avc_bytes, jobs.size * 8)
         return jobs
-
-    def _level(self, frontier: np.ndarray, level: int, counter) -> np.ndarray:
-        """Count, search and split the frontier's jobs, a pack at a time (``counter``: passes over the
-        data, or a chunk's groups of rows in memory); returns the next level's frontier (tree order,
-        then node order)."""
-        cols, packs = self._plan(frontier)
-        next_frontier: list = []
-        passes = 0
-        for lo, hi in packs:
-            jobs = self._layout(frontier[lo:hi], cols[lo:hi])
-            counts, from_data = counter.count(self.counted_layout(jobs), level)
-            if len(self.grid):
-                counts = moments_of_parts(counts.reshape(-1, self.count_channels)).reshape(-1)
-            passes += from_data
-            grown = self._split_jobs(jobs, counts, next_frontier)
-            del counts
-            counter.split(jobs, grown)
-        self._note(level, passes, len(frontier))
-        return np.array(next_frontier, np.int64).reshape(-1, 2)
 
     def counted_layout(self, jobs: Jobs) -> Jobs:
         """``jobs`` laid out for counting: the search's layout, or raw cells' for exact parts."""
@@ -240,7 +219,7 @@ class ForestGrower:
         return replace(jobs, job_base=jobs.job_base // self.n_channels * self.count_channels,
                        size=jobs.size // self.n_channels * self.count_channels)
 
-    def _note(self, level: int, passes: int, jobs: int) -> None:
+    def note(self, level: int, passes: int, jobs: int) -> None:
         while len(self.stats.passes_per_level) <= level:  # chunks of trees grown in memory share levels
             self.stats.passes_per_level.append(0)
             self.stats.jobs_per_level.append(0)
@@ -256,7 +235,7 @@ class ForestGrower:
                           self.verbose, self.n_rows)
         self.source.run_pass(KeepPass(self.columns, kept), self.data_columns, self.batch_size, meter)
         meter.done()
-        self._note(0, 1, 0)
+        self.note(0, 1, 0)
         self.kept = kept if kept.size == self.n_rows else None
 
     def _trees_in_memory(self) -> tuple[int, int]:
@@ -307,10 +286,7 @@ class ForestGrower:
         """Grow the trees of ``frontier`` (their roots) to the end from copies of their in-bag rows
         (in ``copies``, reused from chunk to chunk)."""
         groups = InBagGroups(self, frontier[:, 0], copies)
-        level = 0
-        while len(frontier):
-            frontier = self._level(frontier, level, groups)
-            level += 1
+        run_levels(ForestLevels(self, frontier, lambda: groups))
 
     def _draw(self, frontier: np.ndarray) -> np.ndarray:
         """Each job's attributes (Forest-RI), one row per job: drawn from its tree's seed and its node id."""
@@ -322,7 +298,7 @@ class ForestGrower:
             out[lo:hi] = cand[node_features(self.feature_seeds[t], frontier[lo:hi, 1], len(cand), k)]
         return out
 
-    def _count(self, jobs: Jobs, routing: tuple, base: np.ndarray, level: int) -> tuple[np.ndarray, bool]:
+    def count_jobs(self, jobs: Jobs, routing: tuple, base: np.ndarray, level: int) -> tuple[np.ndarray, bool]:
         job_of_node = np.full(int(base[-1]), -1, np.int32)
         job_of_node[base[jobs.tree] + jobs.node] = np.arange(len(jobs.tree), dtype=np.int32)
         task = ForestPass(self.columns, level, np.unique(jobs.tree), self.keys1, self.keys2, self.thresholds,
@@ -358,7 +334,7 @@ class ForestGrower:
         return state.counts, self.source.n_passes > before  # a store's pass reads the source only for lost pieces
 
     # -- splits ------------------------------------------------------------------------------
-    def _split_jobs(self, jobs: Jobs, counts: np.ndarray, next_frontier: list) -> list:
+    def split_jobs(self, jobs: Jobs, counts: np.ndarray, next_frontier: list) -> list:
         """Search every job's split, then split the nodes whose split is worth it (scikit-learn's rules,
         :mod:`rainforest.rules`), appending their children that go on growing to ``next_frontier``.
         Returns ``(job, branches, the branches that go on growing)`` of the split jobs with such a child."""
@@ -434,77 +410,3 @@ class ForestGrower:
             if going_on:
                 grown.append((j, nb, going_on))
         return grown
-
-
-class PassCounter:
-    """Counts a level's jobs in passes over the data (or over every kept row, from the roots)."""
-
-    def __init__(self, grower: ForestGrower):
-        self.grower = grower
-        self.routing, self.base = joined_routing(grower.trees, grower.columns.n_slots)
-
-    def count(self, jobs: Jobs, level: int) -> tuple[np.ndarray, bool]:
-        return self.grower._count(jobs, self.routing, self.base, level)
-
-    def split(self, jobs: Jobs, grown: list) -> None:
-        pass  # the next level's pass routes the rows again
-
-
-class InBagGroups:
-    """A chunk of trees' copies of their in-bag rows, grouped by node (:mod:`rainforest.in_bag`):
-    counts jobs from them, and moves split jobs' rows into their children's groups."""
-
-    def __init__(self, grower: ForestGrower, chunk: np.ndarray, copies: InBagCopies):
-        self.grower = grower
-        self.chunk = chunk
-        self.local = np.full(len(grower.trees), -1, np.int64)  # tree -> its place in the copies
-        self.local[chunk] = np.arange(len(chunk))
-        kept = grower.kept
-        self.copies = copies
-        n_in_bag = np.zeros(len(chunk), np.int64)
-        c = self.copies
-        gather_in_bag(kept.S, kept.y, kept.w, grower.keys1[chunk], grower.keys2[chunk], grower.thresholds, c.items,
-                      c.weights, c.targets, c.target_at, not c.weighted, n_in_bag, c.task_rows)
-        self.span = {(int(t), 0): (0, int(n)) for t, n in zip(chunk, n_in_bag)}  # the roots' groups
-
-    def _spans(self, jobs: Jobs) -> None:
-        """Take the jobs' groups (their first and past-the-last rows) for this level."""
-        lo_hi = np.array([self.span.pop((int(t), int(k))) for t, k in zip(jobs.tree, jobs.node)], np.int64)
-        self.starts, self.ends = lo_hi[:, 0].copy(), lo_hi[:, 1].copy()
-
-    def count(self, jobs: Jobs, level: int) -> tuple[np.ndarray, bool]:
-        """The AVC-groups of ``jobs`` from their groups of rows (no pass)."""
-        self._spans(jobs)
-        counts = np.zeros(jobs.size)
-        c = self.copies
-        count_spans(c.items, c.weights, c.targets, c.target_at, c.width, not c.weighted, self.local[jobs.tree],
-                    self.starts, self.ends, jobs.job_of_attr, jobs.attrs, jobs.slot_off, jobs.job_base,
-                    self.grower.count_channels, counts, self.grower.grid)
-        return counts, False
-
-    def split(self, jobs: Jobs, grown: list) -> None:
-        """Move the rows of the split jobs ``grown`` (as :meth:`ForestGrower._split_jobs` returns them) into
-        their children's groups; rows of children that are leaves are dropped."""
-        if not grown:
-            return
-        g = self.grower
-        routing, base = joined_routing([g.trees[t] for t in self.chunk], g.columns.n_slots)
-        j = np.array([x[0] for x in grown], np.int64)
-        nb = np.array([x[1] for x in grown], np.int64)
-        going_on = np.zeros((len(j), int(nb.max())), np.bool_)
-        for r, (_, _, branches) in enumerate(grown):
-            going_on[r, branches] = True
-        tree = self.local[jobs.tree[j]]
-        node = base[tree] + jobs.node[j]
-        starts, ends = self.starts[j], self.ends[j]
-        child_start = np.empty((len(j), int(nb.max()) + 1), np.int64)
-        c = self.copies
-        for lo, hi in pack_jobs(ends - starts, c.scratch_rows):  # groups moved together within the scratch
-            partition_spans(c.words, c.items, tree[lo:hi], node[lo:hi], nb[lo:hi], starts[lo:hi], ends[lo:hi],
-                            *routing, going_on[lo:hi], c.moved, c.branch, child_start[lo:hi], c.task_rows,
-                            numba.get_num_threads())
-        for r, (x, _, branches) in enumerate(grown):
-            t = int(jobs.tree[x])
-            first = g.trees[t].first_child[int(jobs.node[x])]
-            for b in branches:
-                self.span[(t, first + b)] = (int(child_start[r, b]), int(child_start[r, b + 1]))

@@ -114,16 +114,26 @@ def grow_tree(source, schema: Schema, params: GrowParams, budget_bytes: int, bat
 def _grow(supply: RowSupply, schema: Schema, params: GrowParams, budget_bytes: int,
           class_weight: np.ndarray | None, n_rows: int, root_depth: int = 0,
           whole_weight: float | None = None) -> tuple[Tree, GrowStats]:
-    """The level loop: plan the level's reads, then per chunk of nodes supply its rows (data, spill or
-    memory) and count them, search, split."""
-    growth = _Growth(supply, schema, params, budget_bytes, class_weight, n_rows, root_depth, whole_weight)
-    while growth.frontier:
+    """One tree's growth (:class:`_Growth`) through :func:`run_levels`."""
+    return run_levels(_Growth(supply, schema, params, budget_bytes, class_weight, n_rows, root_depth, whole_weight))
+
+
+def run_levels(growth):
+    """The level loop of every learner's growth: plan the level's reads, then per chunk supply its rows
+    (data, spill, memory, a cluster's workers) and count them, search, split; then the next level.
+
+    ``growth`` is one tree's :class:`_Growth` (chunks of nodes), or a forest's
+    :class:`rainforest.forest_levels.ForestLevels` (packs of jobs (tree, node)): ``frontier``,
+    ``plan_level()``, ``count_and_search(level, i)`` (None: the root is a leaf, growth ends),
+    ``split(level, *found)``, ``end_level(level)`` and ``result()``."""
+    while len(growth.frontier):
         level = growth.plan_level()
         for ci in range(len(level.chunks)):
             found = growth.count_and_search(level, ci)
             if found is None:  # the root is a leaf
                 break
             growth.split(level, *found)
+            found = None  # the chunk's AVC-groups go before the next chunk's are counted
         growth.end_level(level)
     return growth.result()
 

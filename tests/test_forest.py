@@ -14,7 +14,7 @@ from rainforest import BudgetError, DecisionTreeClassifier, RandomForestClassifi
 from rainforest.bootstrap import (bootstrap_counts, multiplicity_sql, node_features, poisson_thresholds,
                                   seed_keys, tree_seeds)
 from rainforest.datasets import write_agrawal_parquet
-from rainforest import forest_grow, in_bag
+from rainforest import forest_levels, in_bag
 from rainforest.forest import bootstrap_block
 from rainforest.in_bag import partition_spans
 from rainforest.rowhash import row_hash_sql
@@ -163,7 +163,7 @@ def test_groups_cut_into_blocks_for_the_threads_grow_the_same_forest(extra, monk
         spans, block, threads = args[6] - args[5], args[-2], args[-1]
         paths.update((spans > max(block, -(-int(spans.sum()) // (in_bag.TASKS_PER_THREAD * threads)))).tolist())
         return partition_spans(*args)
-    monkeypatch.setattr(forest_grow, "partition_spans", spy)
+    monkeypatch.setattr(forest_levels, "partition_spans", spy)
     for n_jobs in (1, 2):
         paths.clear()
         chunked = RandomForestClassifier(memory_budget="8MB", n_jobs=n_jobs, **params).fit(table, target="class")
