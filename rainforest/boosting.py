@@ -44,8 +44,9 @@ from .tree import Tree, plain_value
 from .tree_setup import batch_size_for, grow_params, profile_pass
 
 BOOST_WEIGHT = "__boost_weight__"
-# Bytes of wrong-bits a naive Bayes boosting fit may hold (a bit per row and learner; 10M rows: 1.25 MB a
-# learner): an eighth of the default memory budget, the boosting store's share of a tree's
+# Bytes of wrong-bits a boosting fit whose rounds read the source (naive Bayes, or trees without the store)
+# may hold (a bit per row and learner; 10M rows: 1.25 MB a learner): an eighth of the default memory budget,
+# the boosting store's share of a tree's
 BITS_ROOM = 128 << 20
 PREVIOUS_WRONG = "__previous_wrong__"
 
