@@ -20,14 +20,17 @@ got the row wrong)``) as the rows stream by, and counts with it.
 from __future__ import annotations
 
 import math
+import uuid
 from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 
+from rainforest.storage.worker_memo import remembered
+
 from .base import Classifier
 from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier, reading_model
-from .boost_store import BoostStore, StoreRound, WrongBits
+from .boost_store import BoostStore, StoreRound, WrongBits, boosted_log_weights
 from .boosted_source import BoostedSource, SplitTask
 from .budget import parse_bytes
 from .dask_predict import lazy_on_dask
@@ -145,10 +148,18 @@ class AdaBoostClassifier(Classifier):
                           categorical_features=base.categorical_features, n_jobs=base.n_jobs) as run:
             self.estimators_, self.estimator_errors_, self.n_passes_per_round_ = [], [], []
             self._alphas: list[float] = []
-            if isinstance(base, DecisionTreeClassifier):
-                self._fit_trees(base, run.data, run.kinds)
-            else:
-                self._fit_bayes(base, run.data, run.kinds)
+            source = run.data.source
+            # a cluster weighs the rows on its workers: each keeps there the learners' wrong-bits of the batches
+            # it weighs (storage.worker_memo), released when the fit ends
+            memo = uuid.uuid4().hex if source.folds_elsewhere and hasattr(source, "forget") else None
+            try:
+                if isinstance(base, DecisionTreeClassifier):
+                    self._fit_trees(base, run.data, run.kinds, memo)
+                else:
+                    self._fit_bayes(base, run.data, run.kinds, memo)
+            finally:
+                if memo is not None:
+                    source.forget(memo)
             # passes made over the fit's source, not counted there: the rounds' over a weighted view of it
             # (the boosting store's encoding pass is the source's own, listed as the first round's)
             run.extra_passes = sum(self.n_passes_per_round_) + self._closing_passes - self._store_passes
@@ -162,14 +173,16 @@ class AdaBoostClassifier(Classifier):
 
     # -- weights as the rows stream by ---------------------------------------------------
     def _weigher(self, label: Label, user_weight: str | None, log_norm: float, flag_last: bool,
-                 bits: WrongBits | None = None):
+                 bits: WrongBits | None = None, memo: str | None = None):
         """The weights of a round's rows as they stream by (``weigh(batch, first_row)``), from the learners
         so far; with ``flag_last``, also whether the newest, not yet weighted learner gets each row wrong.
 
         With ``bits`` (rows in the same order at every pass), only the newest learner scores the rows,
         during the round's first pass: its bits are set as they pass, and the weights come from the
         learners' bits, in the same floats as scoring every learner again at every pass
-        (:class:`rainforest.boost_store.WrongBits`)."""
+        (:class:`rainforest.boost_store.WrongBits`).  With ``memo`` (a fit's id, where the rows are weighed
+        on a cluster's workers), each learner's bits of a batch are kept where it was weighed
+        (:mod:`rainforest.storage.worker_memo`) and reused by the later rounds, the same floats again."""
         learners, alphas = list(self.estimators_), list(self._alphas)
         scored = learners[:len(alphas)]
         unscored = flag_last and len(learners) > len(alphas)
@@ -187,6 +200,15 @@ class AdaBoostClassifier(Classifier):
                 if marking:
                     bits.mark(newest, first_row, wrong)
                 lw = bits.log_weights(first_row, len(y), -log_norm)
+            elif memo is not None:
+                flags = [remembered(memo, (j, first_row), lambda j=j: np.packbits(
+                    self._class_indices(learners[j:j + 1], batch)[0] != y), BITS_ROOM)
+                    for j in range(len(learners) if unscored else len(alphas))]
+                wrong = np.unpackbits(flags[-1], count=len(y)).astype(bool) if unscored else np.zeros(len(y), bool)
+                lw = np.full(len(y), -log_norm)
+                if alphas:
+                    boosted_log_weights(np.stack(flags[:len(alphas)]), np.asarray(alphas, np.float64), 0, -log_norm,
+                                        lw)
             else:
                 predicted = self._class_indices(learners if unscored else scored, batch)
                 wrong = (predicted[-1] != y) if unscored else np.zeros(len(y), bool)
@@ -229,7 +251,7 @@ class AdaBoostClassifier(Classifier):
         return self.learning_rate * (math.log((1.0 - err) / err) + math.log(k - 1.0))
 
     # -- trees ------------------------------------------------------------------------------
-    def _fit_trees(self, base: DecisionTreeClassifier, data, kinds):
+    def _fit_trees(self, base: DecisionTreeClassifier, data, kinds, memo: str | None):
         budget = parse_bytes(base.memory_budget)
         batch_size = batch_size_for(base, budget, len(data.features) + 1)
         columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
@@ -249,14 +271,14 @@ class AdaBoostClassifier(Classifier):
             self._store_passes = int(store is not None)
         try:
             self._boost_trees(base, data, columns, schema, boosted_schema, params, budget, batch_size, profile.n_rows,
-                              k, store)
+                              k, store, memo)
         finally:
             if store is not None:
                 store.remove()
         self._closing_passes = 0
 
     def _boost_trees(self, base, data, columns, schema, boosted_schema, params, budget, batch_size, n_rows, k,
-                     store: BoostStore | None):
+                     store: BoostStore | None, memo: str | None):
         """The rounds: each grows a tree from the store (the encoding pass counts as the first round's),
         or from the source with the weights computed as its rows stream by."""
         log_norm = 0.0
@@ -264,7 +286,7 @@ class AdaBoostClassifier(Classifier):
         for _ in range(self.n_estimators):
             if store is None:
                 source = BoostedSource(base=data.source, needed=columns,
-                                       weigh=self._weigher(schema.label, data.weight, log_norm, False, bits),
+                                       weigh=self._weigher(schema.label, data.weight, log_norm, False, bits, memo),
                                        added={BOOST_WEIGHT: pa.float64()})
             else:
                 source = StoreRound(store=store, log_norm=log_norm, name=data.source.description,
@@ -292,7 +314,7 @@ class AdaBoostClassifier(Classifier):
             log_norm += math.log(total)
 
     # -- naive Bayes ---------------------------------------------------------------------------
-    def _fit_bayes(self, base: NaiveBayesClassifier, data, kinds):
+    def _fit_bayes(self, base: NaiveBayesClassifier, data, kinds, memo: str | None):
         columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
         label_values = None
         log_norm = 0.0
@@ -301,7 +323,7 @@ class AdaBoostClassifier(Classifier):
         for m in range(self.n_estimators + 1):
             label = Label(data.target, label_values or [])
             source = BoostedSource(base=data.source, needed=columns,
-                                   weigh=self._weigher(label, data.weight, log_norm, True, bits),
+                                   weigh=self._weigher(label, data.weight, log_norm, True, bits, memo),
                                    added={BOOST_WEIGHT: pa.float64(), PREVIOUS_WRONG: pa.bool_()})
             if label_values is None:  # the first pass learns the classes itself: no learner to score yet
                 def first_weigh(b, first_row):

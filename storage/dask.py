@@ -38,6 +38,7 @@ from .dask_client import CONNECT_TIMEOUT, WORKER_TIMEOUT, connect, wait_for_work
 from .dask_frame import (FrameFromTask, FrameReader, LazyPart, frame_schema, is_dask_collection,
                          is_dask_dataframe, known_lengths)
 from .dask_store import PartitionStore, StoredFold, drop_store, fold_partition, fold_partitions, merge_folds
+from . import worker_memo
 from .parquet import ParquetSource
 
 @dataclass(eq=False)
@@ -136,6 +137,14 @@ class DaskSource(Source):
         client = self._active_client()
         if client is not None and client.status == "running":
             client.run(drop_store, store.id)
+
+    def forget(self, fit_id: str) -> None:
+        """Release what the fit ``fit_id`` kept in the workers' memos (:mod:`rainforest.storage.worker_memo`),
+        on every worker and in this process."""
+        worker_memo.drop(fit_id)
+        client = self._active_client()
+        if client is not None and client.status == "running":
+            client.run(worker_memo.drop, fit_id)
 
     def run_pass(self, task: PassTask, columns: Sequence[str], batch_size: int = 65536,
                  progress: Callable[[int], None] | None = None) -> Any:

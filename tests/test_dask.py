@@ -33,7 +33,7 @@ from rainforest.cli import main as cli_main  # noqa: E402
 from rainforest.datasets import write_agrawal_parquet  # noqa: E402
 from rainforest.inputs import to_source  # noqa: E402
 from rainforest.storage import DaskSource, ParquetSource, SourceError  # noqa: E402
-from rainforest.storage import dask_store  # noqa: E402
+from rainforest.storage import dask_store, worker_memo  # noqa: E402
 
 # dask's own Parquet reader calls a pandas method pandas deprecates; not ours to fix
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning")
@@ -485,6 +485,40 @@ def test_adaboost_rounds_on_worker_processes(data, adaboost_local, cluster):
     with DaskSource(data, scheduler=cluster.address) as source:
         _adaboost_equals_local(data, source, adaboost_local)
         assert not any(source.client.run(dask_store.held).values())
+        assert not any(source.client.run(worker_memo.held).values())  # the learners' bits released too
+
+
+@pytest.mark.parametrize("learner", ["tree", "bayes"])
+def test_rounds_weighed_on_dask_score_each_learner_once(data, learner, monkeypatch):
+    """Rounds weighed where the partitions are read keep each learner's wrong-bits of a batch there
+    (storage.worker_memo), so a learner scores each row once, not once per later round; the model is
+    the one scoring every learner again (the memo's room 0), and nothing is kept after the fit."""
+    from rainforest import boosting
+
+    scored = []
+    class_indices = AdaBoostClassifier._class_indices
+    monkeypatch.setattr(AdaBoostClassifier, "_class_indices", staticmethod(
+        lambda learners, batch: scored.append(len(learners) * batch.num_rows) or class_indices(learners, batch)))
+    base = DecisionTreeClassifier(max_depth=2) if learner == "tree" else NaiveBayesClassifier()
+
+    def fit():
+        scored.clear()
+        model = AdaBoostClassifier(base, n_estimators=5).fit(DaskSource(data), target="class")
+        return model, sum(scored)
+
+    kept, rows_scored = fit()
+    rounds, n_rows = len(kept.estimators_), N_FILES * 5_000
+    assert rounds == 5 and worker_memo.held() == {}
+    scorings = rounds if learner == "bayes" else rounds - 1  # naive Bayes: a closing pass scores the last one
+    assert rows_scored == scorings * n_rows
+    monkeypatch.setattr(boosting, "BITS_ROOM", 0)
+    again, rows_scored_again = fit()
+    assert rows_scored_again > rows_scored
+    assert again.estimator_weights_.tolist() == kept.estimator_weights_.tolist()
+    if learner == "tree":
+        assert [t.to_json() for t in again.estimators_] == [t.to_json() for t in kept.estimators_]
+    else:
+        assert [e.model_dict() for e in again.estimators_] == [e.model_dict() for e in kept.estimators_]
 
 
 @pytest.mark.cluster
