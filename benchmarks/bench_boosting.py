@@ -146,8 +146,7 @@ def main(argv=None) -> int:
         return code
     contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
     info = {**harness.run_info(PACKAGES), "rows_list": args.rows, "learner": args.learner, "depth": args.depth,
-            "rounds": args.rounds,
-            "time_limit": args.time_limit, "contenders": contenders}
+            "rounds": args.rounds, "time_limit": args.time_limit, "contenders": contenders}
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-boost-") as models:
         for n in args.rows:

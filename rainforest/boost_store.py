@@ -61,18 +61,15 @@ def set_flags(row, first, wrong):
 
 @dataclass
 class WrongBits:
-    """Per learner, one bit a row (``np.packbits`` order, rows by their position in a pass): whether it
-    got the row wrong; with the learners' weights ``alphas``, a round's boosting weights.
+    """Per learner, one bit a row of the boosting store (``np.packbits`` order, rows by their position):
+    whether it got the row wrong; with the learners' weights ``alphas``, a round's boosting weights.
 
     A round then scores only its newest learner, not every learner so far: :meth:`mark` its rows
-    as they stream by, and :meth:`log_weights` adds the ``alphas`` of the learners whose bits are
+    as they are read, and :meth:`log_weights` adds the ``alphas`` of the learners whose bits are
     set, in learner order: the weigher's floats, bit for bit (see :func:`boosted_log_weights`)."""
 
     flags: np.ndarray  # (learners, bytes); a memmap where the store spills
     alphas: list = field(default_factory=list)
-    n_rows: int = 0
-    marked: int = 0  # learners whose every row's bit is set
-    rows_marked: int = 0  # rows of learner ``marked`` set so far
 
     @classmethod
     def allocate(cls, n_learners: int, n_rows: int, path: str | None = None) -> "WrongBits":
@@ -80,8 +77,8 @@ class WrongBits:
         bits are set), or in the file ``path``."""
         shape = (max(n_learners, 0), (n_rows + 7) // 8)
         if path is not None and shape[0] and shape[1]:
-            return cls(np.memmap(path, np.uint8, "w+", shape=shape), n_rows=n_rows)
-        return cls(np.zeros(shape, np.uint8), n_rows=n_rows)
+            return cls(np.memmap(path, np.uint8, "w+", shape=shape))
+        return cls(np.zeros(shape, np.uint8))
 
     @staticmethod
     def nbytes_for(n_learners: int, n_rows: int) -> int:
@@ -91,18 +88,9 @@ class WrongBits:
     def nbytes(self) -> int:
         return self.flags.nbytes
 
-    def marking(self, learner: int) -> bool:
-        """Whether ``learner``'s bits are still to be set (a pass over every row sets them)."""
-        return learner >= self.marked
-
     def mark(self, learner: int, first: int, wrong: np.ndarray) -> None:
-        """Set learner ``learner``'s bits of rows ``first + i`` where ``wrong[i]``; once a pass has
-        marked every row, the learner is :meth:`marking` no more."""
+        """Set learner ``learner``'s bits of rows ``first + i`` where ``wrong[i]``."""
         set_flags(np.asarray(self.flags[learner]), first, wrong)
-        if learner == self.marked:
-            self.rows_marked += len(wrong)
-            if self.rows_marked >= self.n_rows:
-                self.marked, self.rows_marked = learner + 1, 0
 
     def log_weights(self, first: int, n: int, start: float) -> np.ndarray:
         """The log boosting weight of rows ``first .. first + n - 1``: ``start`` plus the ``alphas``

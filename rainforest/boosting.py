@@ -26,11 +26,12 @@ from dataclasses import replace
 import numpy as np
 import pyarrow as pa
 
+from rainforest.storage import worker_memo
 from rainforest.storage.worker_memo import remembered
 
 from .base import Classifier
 from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier, reading_model
-from .boost_store import BoostStore, StoreRound, WrongBits, boosted_log_weights
+from .boost_store import BoostStore, StoreRound, boosted_log_weights
 from .boosted_source import BoostedSource, SplitTask
 from .budget import parse_bytes
 from .dask_predict import lazy_on_dask
@@ -48,8 +49,8 @@ from .tree_setup import batch_size_for, grow_params, profile_pass
 
 BOOST_WEIGHT = "__boost_weight__"
 # Bytes of wrong-bits a boosting fit whose rounds read the source (naive Bayes, or trees without the store)
-# may hold (a bit per row and learner; 10M rows: 1.25 MB a learner): an eighth of the default memory budget,
-# the boosting store's share of a tree's
+# may keep per process (a bit per row and learner; 10M rows: 1.25 MB a learner): an eighth of the default
+# memory budget, the boosting store's share of a tree's
 BITS_ROOM = 128 << 20
 PREVIOUS_WRONG = "__previous_wrong__"
 
@@ -149,17 +150,16 @@ class AdaBoostClassifier(Classifier):
             self.estimators_, self.estimator_errors_, self.n_passes_per_round_ = [], [], []
             self._alphas: list[float] = []
             source = run.data.source
-            # a cluster weighs the rows on its workers: each keeps there the learners' wrong-bits of the batches
-            # it weighs (storage.worker_memo), released when the fit ends
-            memo = uuid.uuid4().hex if source.folds_elsewhere and hasattr(source, "forget") else None
+            # the learners' wrong-bits of the batches weighed, kept where they were weighed (this process, or a
+            # cluster's workers: storage.worker_memo) for the later rounds, released when the fit ends
+            memo = uuid.uuid4().hex
             try:
                 if isinstance(base, DecisionTreeClassifier):
                     self._fit_trees(base, run.data, run.kinds, memo)
                 else:
                     self._fit_bayes(base, run.data, run.kinds, memo)
             finally:
-                if memo is not None:
-                    source.forget(memo)
+                getattr(source, "forget", worker_memo.drop)(memo)
             # passes made over the fit's source, not counted there: the rounds' over a weighted view of it
             # (the boosting store's encoding pass is the source's own, listed as the first round's)
             run.extra_passes = sum(self.n_passes_per_round_) + self._closing_passes - self._store_passes
@@ -172,49 +172,30 @@ class AdaBoostClassifier(Classifier):
         return self
 
     # -- weights as the rows stream by ---------------------------------------------------
-    def _weigher(self, label: Label, user_weight: str | None, log_norm: float, flag_last: bool,
-                 bits: WrongBits | None = None, memo: str | None = None):
+    def _weigher(self, label: Label, user_weight: str | None, log_norm: float, flag_last: bool, memo: str):
         """The weights of a round's rows as they stream by (``weigh(batch, first_row)``), from the learners
         so far; with ``flag_last``, also whether the newest, not yet weighted learner gets each row wrong.
 
-        With ``bits`` (rows in the same order at every pass), only the newest learner scores the rows,
-        during the round's first pass: its bits are set as they pass, and the weights come from the
-        learners' bits, in the same floats as scoring every learner again at every pass
-        (:class:`rainforest.boost_store.WrongBits`).  With ``memo`` (a fit's id, where the rows are weighed
-        on a cluster's workers), each learner's bits of a batch are kept where it was weighed
-        (:mod:`rainforest.storage.worker_memo`) and reused by the later rounds, the same floats again."""
+        Each learner's wrong-bits of a batch are kept where the batch was weighed (this process, or a
+        cluster's worker: :mod:`rainforest.storage.worker_memo`, under the fit's id ``memo``, up to
+        :data:`BITS_ROOM` a process), so a learner scores a row once, not once per later pass; a batch
+        not held is scored again.  The weights are added from the bits in learner order
+        (:func:`rainforest.boost_store.boosted_log_weights`): the floats of scoring every learner again."""
         learners, alphas = list(self.estimators_), list(self._alphas)
-        scored = learners[:len(alphas)]
         unscored = flag_last and len(learners) > len(alphas)
-        newest = len(learners) - 1  # whose bits this round sets (a tree's is weighted already)
-        if bits is not None:
-            bits.alphas = alphas
+        weights = np.asarray(alphas, np.float64)
 
         def weigh(batch: pa.RecordBatch, first_row: int) -> dict:
             given = numeric_values(batch.column(user_weight)) if user_weight else None
             y = label.codes(batch.column(label.name), absent=None if given is None else given == 0)
-            if bits is not None:
-                marking = newest >= 0 and bits.marking(newest)
-                wrong = self._class_indices(learners[-1:], batch)[0] != y if marking or unscored \
-                    else np.zeros(len(y), bool)
-                if marking:
-                    bits.mark(newest, first_row, wrong)
-                lw = bits.log_weights(first_row, len(y), -log_norm)
-            elif memo is not None:
-                flags = [remembered(memo, (j, first_row), lambda j=j: np.packbits(
-                    self._class_indices(learners[j:j + 1], batch)[0] != y), BITS_ROOM)
-                    for j in range(len(learners) if unscored else len(alphas))]
-                wrong = np.unpackbits(flags[-1], count=len(y)).astype(bool) if unscored else np.zeros(len(y), bool)
-                lw = np.full(len(y), -log_norm)
-                if alphas:
-                    boosted_log_weights(np.stack(flags[:len(alphas)]), np.asarray(alphas, np.float64), 0, -log_norm,
-                                        lw)
-            else:
-                predicted = self._class_indices(learners if unscored else scored, batch)
-                wrong = (predicted[-1] != y) if unscored else np.zeros(len(y), bool)
-                lw = np.full(len(y), -log_norm)
-                for pred, alpha in zip(predicted, alphas):
-                    lw += alpha * (pred != y)
+            n = len(y)
+            flags = [remembered(memo, (j, first_row, n), lambda j=j: np.packbits(
+                self._class_indices(learners[j:j + 1], batch)[0] != y), BITS_ROOM)
+                for j in range(len(learners) if unscored else len(alphas))]
+            wrong = np.unpackbits(flags[-1], count=n).astype(bool) if unscored else np.zeros(n, bool)
+            lw = np.full(n, -log_norm)
+            if len(weights):
+                boosted_log_weights(np.stack(flags[:len(weights)]), weights, 0, -log_norm, lw)
             w = np.exp(lw)
             if given is not None:
                 w *= given
@@ -282,11 +263,10 @@ class AdaBoostClassifier(Classifier):
         """The rounds: each grows a tree from the store (the encoding pass counts as the first round's),
         or from the source with the weights computed as its rows stream by."""
         log_norm = 0.0
-        bits = self._wrong_bits(data.source, n_rows) if store is None else None
         for _ in range(self.n_estimators):
             if store is None:
                 source = BoostedSource(base=data.source, needed=columns,
-                                       weigh=self._weigher(schema.label, data.weight, log_norm, False, bits, memo),
+                                       weigh=self._weigher(schema.label, data.weight, log_norm, False, memo),
                                        added={BOOST_WEIGHT: pa.float64()})
             else:
                 source = StoreRound(store=store, log_norm=log_norm, name=data.source.description,
@@ -319,18 +299,15 @@ class AdaBoostClassifier(Classifier):
         label_values = None
         log_norm = 0.0
         self._closing_passes = self._store_passes = 0
-        bits, n_rows = None, []
         for m in range(self.n_estimators + 1):
             label = Label(data.target, label_values or [])
             source = BoostedSource(base=data.source, needed=columns,
-                                   weigh=self._weigher(label, data.weight, log_norm, True, bits, memo),
+                                   weigh=self._weigher(label, data.weight, log_norm, True, memo),
                                    added={BOOST_WEIGHT: pa.float64(), PREVIOUS_WRONG: pa.bool_()})
             if label_values is None:  # the first pass learns the classes itself: no learner to score yet
-                def first_weigh(b, first_row):
-                    n_rows.append(b.num_rows)
-                    return {BOOST_WEIGHT: numeric_values(b.column(data.weight)) if data.weight else np.ones(b.num_rows),
-                            PREVIOUS_WRONG: np.zeros(b.num_rows, bool)}
-                source.weigh = first_weigh
+                source.weigh = lambda b, first_row: {
+                    BOOST_WEIGHT: numeric_values(b.column(data.weight)) if data.weight else np.ones(b.num_rows),
+                    PREVIOUS_WRONG: np.zeros(b.num_rows, bool)}
             task = SplitTask(BayesPass(kinds, data.target, BOOST_WEIGHT, data.source.description), PREVIOUS_WRONG)
             right, wrong = source.run_pass(task, list(kinds) + [data.target, BOOST_WEIGHT, PREVIOUS_WRONG],
                                            base.batch_size)
@@ -357,17 +334,7 @@ class AdaBoostClassifier(Classifier):
             if label_values is None:
                 label_values = list(learner.classes_)
                 self.classes_ = learner.classes_
-                bits = self._wrong_bits(data.source, sum(n_rows))
             self.estimators_.append(learner)
-
-    def _wrong_bits(self, source, n_rows: int) -> WrongBits | None:
-        """Room for every learner's wrong-bits over the ``n_rows`` rows of the rounds' passes (naive Bayes,
-        or trees that read the source: no boosting store), so that each round scores its newest learner
-        once; None (every pass scores every learner so far) where the rows are weighed away from this
-        process (a Dask cluster's workers), or where the bits would not fit :data:`BITS_ROOM`."""
-        if source.folds_elsewhere or WrongBits.nbytes_for(self.n_estimators, n_rows) > BITS_ROOM:
-            return None
-        return WrongBits.allocate(self.n_estimators, n_rows)
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path) -> None:
