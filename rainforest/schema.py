@@ -342,22 +342,16 @@ LUT_CELLS = 4096  # the grid's cells for up to 64k cuts
 CUTS_PER_CELL = 16  # beyond: a cell per 16 cuts (two cache lines to search; the grid is 1/16 of the cuts' memory)
 
 
-def slot_lookup(cuts: np.ndarray) -> tuple[float, float, np.ndarray]:
-    """A uniform grid over ``[cuts[0], cuts[-1]]`` whose cell ``g`` holds the slot of the cell's
-    left edge; a value's slot is then found among the few cuts of its cell.  The grid grows with the
-    cuts (exact mode: one per distinct value), so a search stays within a cell's few cache lines
-    instead of a binary search over millions (10M distinct values: 2.5x faster encoding).  Fewer
-    than two distinct cuts: no grid (scale 0, one cell of slot 0)."""
-    lo, scale, table, _ = slot_lookups(np.asarray(cuts, np.float64), np.array([0, len(cuts)], np.int64))
-    return float(lo[0]), float(scale[0]), table
-
-
 @numba.njit(cache=True, nogil=True)
 def slot_lookups(flat, offsets):
-    """:func:`slot_lookup` of each attribute's cuts ``flat[offsets[j]:offsets[j + 1]]`` in one call:
-    ``(lo, scale, tables, table_offsets)``.  A cell's slot is ``searchsorted(cuts, lo + g / scale,
-    'left')``; the edges rise, so one merge walk fills a grid (where numpy's search of the edges and
-    a call per attribute cost a small fit 0.19 ms)."""
+    """Per attribute (its cuts ``flat[offsets[j]:offsets[j + 1]]``), a uniform grid over ``[cuts[0],
+    cuts[-1]]`` whose cell ``g`` holds the slot of the cell's left edge, ``searchsorted(cuts, lo + g /
+    scale, 'left')``: ``(lo, scale, tables, table_offsets)``.  A value's slot is then found among the
+    few cuts of its cell (:func:`slot_of`).  The grid grows with the cuts (exact mode: one per
+    distinct value), so a search stays within a cell's few cache lines instead of a binary search
+    over millions (10M distinct values: 2.5x faster encoding).  Fewer than two distinct cuts: no grid
+    (scale 0, one cell of slot 0).  The edges rise, so one merge walk fills a grid, all attributes in
+    one call (numpy's search of the edges, a call per attribute, cost a small fit 0.19 ms)."""
     n = len(offsets) - 1
     lo, scale = np.zeros(n), np.zeros(n)
     cells = np.zeros(n, np.int64)

@@ -13,7 +13,7 @@ import pytest
 from rainforest.profile import ProfileTask, few_distinct
 from rainforest.rowhash import row_hash
 from rainforest.rows import encode_rows, slot_dtype, to_slots, value_slots
-from rainforest.schema import CATEGORICAL, CUTS_PER_CELL, LUT_CELLS, NUMERIC, slot_lookup
+from rainforest.schema import CATEGORICAL, CUTS_PER_CELL, LUT_CELLS, NUMERIC, slot_lookups
 from rainforest.storage.base import travelling
 
 INTEGER_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
@@ -84,7 +84,8 @@ def test_slot_search_over_the_grid_equals_searchsorted(n_cuts):
     cuts themselves, values between them, outside them and NaN (the missing slot) included."""
     rng = np.random.default_rng(n_cuts)
     cuts = np.unique(np.concatenate([rng.lognormal(0, 3, n_cuts), rng.uniform(-1, 1, n_cuts // 10)]))
-    lo, scale, table = slot_lookup(cuts)
+    lo, scale, table, _ = slot_lookups(cuts, np.array([0, len(cuts)], np.int64))
+    lo, scale = float(lo[0]), float(scale[0])
     assert len(table) - 1 == min(max(LUT_CELLS, len(cuts) // CUTS_PER_CELL), 4 * len(cuts))
     # cell g holds the slot of its left edge, as numpy's search of the edges gives it
     np.testing.assert_array_equal(table, np.searchsorted(cuts, lo + np.arange(len(table)) / scale, side="left"))
