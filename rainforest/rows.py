@@ -27,12 +27,15 @@ from .partition import cut_blocks, place
 from .schema import NUMERIC, Schema, numeric_values, plain_numbers, present_rows, slot_of
 from .value_keys import key_slots
 
+_INT64 = np.dtype(np.int64)
+_UNSIGNED = [(np.dtype(t), np.iinfo(t).max) for t in (np.uint8, np.uint16, np.uint32, np.uint64)]  # and their tops
+
 
 def slot_dtype(schema: Schema) -> np.dtype:
     """The narrowest unsigned type holding every attribute's slots (missing slot included); int64 where
     an attribute is keyed (:mod:`rainforest.value_keys`: keys are signed, ordered as int64)."""
     types = column_dtypes(schema)
-    return np.dtype(np.int64) if np.dtype(np.int64) in types else max(types, key=lambda t: t.itemsize)
+    return _INT64 if _INT64 in types else max(types, key=lambda t: t.itemsize)
 
 
 def column_dtypes(schema: Schema) -> list[np.dtype]:
@@ -41,10 +44,6 @@ def column_dtypes(schema: Schema) -> list[np.dtype]:
     to int64 for all)."""
     return [_INT64 if a.kind == NUMERIC and a.keys is not None else next(t for t, top in _UNSIGNED if a.n_slots <= top)
             for a in schema.attributes]
-
-
-_INT64 = np.dtype(np.int64)
-_UNSIGNED = [(np.dtype(t), np.iinfo(t).max) for t in (np.uint8, np.uint16, np.uint32, np.uint64)]
 
 
 REGROUP_ROWS = 1 << 14  # rows of a thread's task (at least) when kept rows move down a level
