@@ -22,9 +22,9 @@ import numpy as np
 
 from .avc import AvcPass
 from .compact import compact_splits, scratch_for, wide_attributes
-from .count_bins import EXACT_BINS, group_offsets as group_offsets_of
+from .count_bins import EXACT_BINS
 from .criteria import CRITERION_CODES
-from .exact_gather import candidate_bins_of, exact_splits, gather_groups, gather_values, picked_row_bytes
+from .exact_search import OneValueBins, exact_search, gathering_room, picked_row_bytes
 from .meter import PassMeter  # noqa: F401  (re-exported: the pass meter of growth)
 from .nodes import Nodes
 from .plan import (attribute_groups, counted_slots_for, families, families_to_pull, group_bytes, lead_of,
@@ -33,7 +33,7 @@ from .rows import KeptRows, column_dtypes, label_dtype, row_bytes, slot_dtype, s
 from .rules import branch_totals, depth_limit, node_criterion, node_totals, split_outcome
 from .schema import Schema
 from .spill import Spill, room_for, spilled_bytes
-from .split_choice import keep_better, search_group
+from .split_choice import search_group
 from .supply import RowSupply
 from .target_parts import NO_GRID, PARTS_CHANNELS, moments_of_parts
 from .tree import Tree
@@ -63,6 +63,16 @@ class GrowParams:
     held_bytes: int = 0
 
 
+def spill_mostly_spent(growing: int, spilled: int) -> bool:
+    """Whether a third or more of the ``spilled`` rows are no longer ``growing`` (they reached leaves).
+    Exact mode's bins read each level's rows twice (the count, then the gathering of candidate
+    values, exact_search.py), so its level rewrites the rows still growing where that saves more
+    reading than the writing costs; a level of one chunk otherwise reads the generation it finds,
+    routing its rows on (Agrawal F7 at 10M rows: 4.2 GB written and 11.3 GB read at every level's
+    rewrite, 0.42 GB and 8.4 GB now)."""
+    return 3 * growing <= 2 * spilled
+
+
 @dataclass
 class GrowStats:
     passes_per_level: list = field(default_factory=list)  # passes over the data (not memory or spill)
@@ -74,6 +84,7 @@ class GrowStats:
     binned_attributes: int = 0  # exact mode: numeric attributes counted in bins of ranks (count_bins.py)
     candidate_reads: int = 0  # exact mode: second reads of a chunk's rows for its candidate bins' values
     candidate_values: int = 0  # exact mode: (node, attribute, value) cells those reads summed
+    candidate_rows: int = 0  # exact mode: rows those reads picked to sort (a bin of one value, or dense, is summed)
     subtracted_nodes: int = 0  # AVC-groups made by histogram subtraction, their rows not counted
 
     @property
@@ -193,10 +204,11 @@ class _Growth:
             if params.hybrid and self.local else 0
         self.counted = counted_slots_for(supply, schema, params, class_weight, self.count_channels, avc_budget,
                                          self.memory_rows)
-        self.gather_rows = (budget_bytes // 4) // picked_row_bytes(  # exact_gather.gather_groups
-            self.weighted, bool(self.counted.keyed.any()), self.count_channels)
+        self.gather_room = gathering_room(budget_bytes)  # exact_search.gather_groups
+        self.picked_bytes = picked_row_bytes(self.weighted, bool(self.counted.keyed.any()), self.count_channels)
         self.binned = self.counted.binned
         self.offsets = self.counted.offsets()  # of the counted slots in an AVC-group
+        self.one_value = OneValueBins(self.offsets)  # bins known to hold one value at a node (exact_search.py)
         self.slot_offsets = schema.slot_offsets()  # of the slots rows hold: the lead attribute is chosen by them
         self.n_attr = len(schema.attributes)
         self.n_slots = np.array([a.n_slots for a in schema.attributes], np.int64)
@@ -258,10 +270,12 @@ class _Growth:
         reads = sum(1 for c in chunks[:n_dense]
                     if any(n not in in_memory for g in c for n in g if n not in self.derived))
         later = any(self.nodes.depth[n] + 1 < self.max_depth for n in self.frontier)
-        # exact mode's bins: each read is followed by one gathering candidate values (exact_gather.py)
-        reads_each = len(self.groups) * (2 if self.binned.any() else 1)
+        spilled = supply.spilled([])
         write = self.params.write and self.local and not pull and not self.spill_refused and (
-            reads * reads_each > 1 or (later and reads and not supply.spilled([])))
+            reads * len(self.groups) > 1 or (later and reads and not spilled)
+            or (reads and spilled and self.binned.any() and spill_mostly_spent(
+                sum(self.nodes.n_node_samples[n] for n in self.frontier if n not in in_memory),
+                supply.spill.rows_in(supply.spill.parts))))
         if write:
             n_rows = sum(self.nodes.n_node_samples[n] for c in chunks[:n_dense] for g in c for n in g
                          if n not in in_memory)
@@ -315,49 +329,13 @@ class _Growth:
             if not self.root_done and self._root_is_leaf(avc, attrs, lead):
                 return None
             if self.binned[attrs].any():
-                self._exact_search(level, avc, chunk, attrs, lead, best)
+                exact_search(self, level, avc, chunk, attrs, lead, best)
             else:
                 search_group(avc, chunk, attrs, lead, self.offsets, self.schema, self.n_classes, self.weighted,
                              self.crit, self.params, self.min_weight_leaf, best,
                              parents=counted if self.subtract else None, copy=len(self.groups) > 1)
             del avc, counted  # before the next group's counts: one group's AVC-groups at a time
         return chunk, best
-
-    def _exact_search(self, level: _Level, avc: np.ndarray, chunk: list, attrs: np.ndarray, lead: int,
-                      best: dict) -> None:
-        """The exact splits of ``chunk``'s nodes over ``attrs``, some counted in bins of ranks: the bins
-        searched, the candidate bins' values gathered by a second read of the same rows, the refined
-        AVC-groups searched (:mod:`rainforest.exact_gather`)."""
-        group_offsets = group_offsets_of(self.offsets, attrs)
-        kinds, binned = self.schema.kinds[attrs], self.binned[attrs]
-        candidates = candidate_bins_of(avc, group_offsets, kinds, binned, self.n_classes, self.weighted, self.crit,
-                                       self.params, self.min_weight_leaf, lead)
-
-        def make_task(node_pos):
-            return AvcPass(self.schema, level.routing, node_pos, len(chunk), self.n_channels, self.class_weight,
-                           self.weighted, attrs, store=self.supply.store, counted=self.counted,
-                           alive=level.alive(len(self.nodes.feature)),
-                           n_children=np.asarray(self.nodes.n_children, np.int64))
-
-        found = [None] * len(chunk)
-        for from_memory in (False, True):
-            here = np.array([k for k, n in enumerate(chunk) if (n in self.in_memory) == from_memory], np.int64)
-            for idx in gather_groups(avc, candidates, self.n_classes, self.weighted, here, self.gather_rows):
-                values, reads, from_data = gather_values(self.supply, make_task, candidates, chunk, idx, from_memory,
-                                                         level.number, len(self.nodes.feature))
-                level.passes += from_data
-                self.stats.candidate_reads += reads
-                self.stats.candidate_values += len(values)
-                run = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx  # a view when it can
-                splits = exact_splits(avc[run], candidates[run], values, group_offsets, kinds, binned, self.n_classes,
-                                      self.weighted, self.crit, self.params, self.min_weight_leaf, lead)
-                for k, split in zip(idx, splits):
-                    found[k] = split
-        for k, node in enumerate(chunk):
-            if found[k] is None:
-                continue
-            score, j, ls, rs, inf, nb, br, block = found[k]
-            keep_better(best, node, score, int(attrs[j]), (ls, rs, inf, nb, br, block, avc[k] if self.subtract else None))
 
     def _compact_search(self, chunk: list, rows_in_memory: KeptRows) -> dict:
         if self.scratch is None:
@@ -460,6 +438,7 @@ class _Growth:
                     level.next_frontier.append(child)
                 if node in supply.part_of:
                     supply.part_of[child] = supply.part_of[node]
+            self.one_value.inherit(node, kids)
             if node in self.in_memory:
                 self.in_memory.update(kids)
             largest = kids[int(np.argmax(child_n))]
@@ -482,6 +461,7 @@ class _Growth:
             kept.regroup(self.nodes.slot_routing(self.n_slots), np.asarray(self.nodes.n_children, np.int64), alive)
         self.frontier = level.next_frontier
         self.derived = level.next_derived
+        self.one_value.keep(self.frontier)
         self.level += 1
 
     def result(self) -> tuple[Tree, GrowStats]:

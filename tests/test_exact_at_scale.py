@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import dataset_path
-from rainforest import DecisionTreeClassifier, exact_gather, grow, plan, tree_setup
+from rainforest import DecisionTreeClassifier, exact_gather, exact_search, grow, plan, tree_setup
 from rainforest.errors import BudgetError
 from rainforest.grow import GrowParams
 from rainforest.storage import DaskSource, DuckDBSource, ParquetSource
@@ -60,14 +60,14 @@ def test_nodes_refined_a_chunk_at_a_time_give_the_same_tree(monkeypatch):
 
 @pytest.mark.parametrize("budget", [None, "1500KB"])
 def test_gathering_without_room_reads_a_node_at_a_time_for_the_same_tree(monkeypatch, budget):
-    """The gathering's memory is bounded (exact_gather.gather_groups): nodes whose candidate rows
+    """The gathering's memory is bounded (exact_search.gather_groups): nodes whose candidate rows
     exceed the room are gathered in further reads of the level's rows, down to one node a read.
     With no room at all (every node alone), kept rows or spilled, the tree is the same; the reads
     are more, and the two sets of reads are counted."""
     table = pq.read_table(dataset_path("magic"))
     kw = dict(max_bins=None, max_depth=8) | ({"memory_budget": budget} if budget else {})
     roomy = DecisionTreeClassifier(**kw).fit(table, target="class")
-    monkeypatch.setattr(grow, "picked_row_bytes", lambda *args: 1 << 60)  # room for no row: a node a read
+    monkeypatch.setattr(grow, "gathering_room", lambda budget: 0)  # room for nothing: a node a read
     cramped = DecisionTreeClassifier(**kw).fit(table, target="class")
     assert cramped.tree_.to_json() == roomy.tree_.to_json()
     assert cramped.grow_stats_.candidate_values == roomy.grow_stats_.candidate_values
@@ -183,3 +183,80 @@ def test_duckdb(magic_files, transfer):
                                                 target="class")
     assert (got.grow_stats_.binned_attributes > 0) == (transfer == "rows")
     assert got.tree_.to_json() == want.tree_.to_json()
+
+
+def _heavy_value_table(n=40_000, seed=5) -> pa.Table:
+    """A continuous column whose value 0 holds 60 % of the rows (as Agrawal's commission), beside a
+    continuous one; the class depends on both."""
+    rng = np.random.default_rng(seed)
+    x = np.where(rng.random(n) < 0.6, 0.0, rng.uniform(10, 100, n))
+    z = rng.random(n)
+    y = ((x > 0) ^ (z > 0.5)) | (rng.random(n) < 0.1)
+    return pa.table({"x": x, "z": z, "class": y.astype(np.int64)})
+
+
+def test_a_heavy_value_is_summed_as_rows_stream_by_not_picked(monkeypatch):
+    """A candidate bin holding one value at its node (a heavy value's own bin) is summed while the
+    gathering reads (rainforest/gather_kernels.py): its rows are never picked to be sorted, so the rows
+    picked stay below the heavy value's rows, where the candidate bins hold several times them; and
+    once a node's bin is seen to hold one value, its descendants' gatherings are planned without its
+    rows (exact_search.OneValueBins).  The tree is the one of a slot per value."""
+    table = _heavy_value_table()
+    n_heavy = int(np.sum(table.column("x").to_numpy() == 0))
+    in_candidates, known_single = [], []
+    plan = exact_search.gathering_plan
+
+    def spy(avc, candidates, spans, n_classes, weighted, row_bytes, one_value=None):
+        rows = avc[..., :n_classes].sum(axis=-1)
+        in_candidates.append(int((rows * candidates).sum()))
+        known_single.append(int((rows * (candidates & one_value)).sum()) if one_value is not None else 0)
+        return plan(avc, candidates, spans, n_classes, weighted, row_bytes, one_value)
+
+    monkeypatch.setattr(exact_search, "gathering_plan", spy)
+    got = DecisionTreeClassifier(max_bins=None, max_depth=6).fit(table, target="class")
+    with monkeypatch.context() as m:
+        _one_slot_per_value(m)
+        want = DecisionTreeClassifier(max_bins=None, max_depth=6).fit(table, target="class")
+    assert got.tree_.to_json() == want.tree_.to_json()
+    stats = got.grow_stats_
+    assert sum(in_candidates) > 2 * n_heavy  # the heavy bin is a candidate at several levels
+    assert 0 < stats.candidate_rows < n_heavy // 2
+    assert sum(known_single) > n_heavy  # later levels plan it as one value
+
+
+def test_dense_cells_give_the_tree_of_picked_rows(monkeypatch):
+    """Candidate cells dense enough are counted in place, a row of counts per rank
+    (exact_search.gathering_plan); picking every cell's rows instead gives the same tree and cells."""
+    table = _heavy_value_table(seed=6)
+    table = table.set_column(0, "x", pa.array(np.round(table.column("x").to_numpy(), 1)))  # ranks, with ties
+    dense_seen = []
+    plan = exact_search.gathering_plan
+
+    def spy(*args, **kw):
+        cost, dense = plan(*args, **kw)
+        dense_seen.append(int(dense.sum()))
+        return cost, dense
+
+    monkeypatch.setattr(exact_search, "gathering_plan", spy)
+    counted = DecisionTreeClassifier(max_bins=None, max_depth=7).fit(table, target="class")
+    assert sum(dense_seen) > 0
+    monkeypatch.setattr(exact_search, "gathering_plan",
+                        lambda *a, **kw: (lambda cost, dense: (cost, np.zeros_like(dense)))(*plan(*a, **kw)))
+    picked = DecisionTreeClassifier(max_bins=None, max_depth=7).fit(table, target="class")
+    assert picked.tree_.to_json() == counted.tree_.to_json()
+    assert picked.grow_stats_.candidate_values == counted.grow_stats_.candidate_values
+    assert picked.grow_stats_.candidate_rows > counted.grow_stats_.candidate_rows
+
+
+def test_exact_spill_is_rewritten_only_when_a_third_has_reached_leaves(monkeypatch):
+    """Exact mode's bins read each spilled level twice (the count, the gathering); a level rewrites the
+    spill only when a third of its rows have reached leaves (grow.spill_mostly_spent).  Rewriting at
+    every level instead writes more and builds the same tree."""
+    table = pq.read_table(dataset_path("magic"))
+    kw = dict(max_bins=None, max_depth=8, memory_budget="1500KB")
+    lean = DecisionTreeClassifier(**kw).fit(table, target="class")
+    monkeypatch.setattr(grow, "spill_mostly_spent", lambda growing, spilled: True)
+    every = DecisionTreeClassifier(**kw).fit(table, target="class")
+    assert lean.tree_.to_json() == every.tree_.to_json()
+    assert lean.grow_stats_.spill_reads > 0
+    assert lean.grow_stats_.spill_bytes < every.grow_stats_.spill_bytes

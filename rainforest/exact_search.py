@@ -1,0 +1,183 @@
+"""A level's exact search where wide numeric attributes are counted in bins (issue 13): the bins
+searched, the candidate bins found, the gathering of their values planned within the budget and
+read (:mod:`rainforest.exact_gather`), the refined AVC-groups searched.
+
+What a read of candidate values holds is planned before it is made (:func:`gathering_plan`): per
+candidate cell, its picked rows or, for a dense cell, a row of counts per rank; a cell known to
+hold one value at the node (:class:`OneValueBins`: its values were gathered at an ancestor) holds
+neither, so heavy values (Agrawal's commission is 0 for 57 % of rows) do not split a level's
+gathering into several reads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .avc import AvcPass
+from .count_bins import group_offsets as group_offsets_of
+from .exact_bins import ValueCounts, boundary_targets, candidate_mask
+from .exact_gather import exact_splits, gather_values, slot_spans
+from .split_choice import keep_better
+
+
+def gathering_plan(avc: np.ndarray, candidates: np.ndarray, spans: np.ndarray, n_classes: int, weighted: bool,
+                   row_bytes: int, one_value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per node of ``avc``, the bytes a read gathering its candidate bins holds, and which candidate
+    cells it counts in place (*dense*: a row of class counts per rank of the bin, added to as rows
+    stream by, :func:`pick_rows`) rather than picking their rows (``row_bytes`` each) to sum afterwards.
+    A cell is dense where its row per rank costs no more than its rows picked would: a bin where
+    ranks have rows to spare, such as a heavy value's, whose millions of rows would otherwise be
+    picked, sorted and summed.  Unit weights only: a rank's presence is then its class counts, and
+    every sum is exact in any order (weighted rows are always picked).  A cell flagged in ``one_value``
+    holds one value at the node: its rows are summed as they stream by, never picked
+    (:func:`rainforest.gather_kernels.pick_rows`), and cost nothing that grows with them."""
+    rows = avc[..., -1] if weighted else avc[..., :n_classes].sum(axis=-1)
+    dense_bytes = spans * (8 * avc.shape[-1])
+    dense = candidates & (spans > 0) & (dense_bytes <= rows * row_bytes) if not weighted \
+        else np.zeros(candidates.shape, np.bool_)
+    cost = np.where(dense, dense_bytes, rows * row_bytes) * candidates
+    if one_value is not None:
+        cost[one_value] = 0
+    return cost.sum(axis=1), dense
+
+
+
+
+def candidate_bins_of(avc, offsets, kinds, binned, n_classes, weighted, criterion, params, min_weight_leaf,
+                      lead) -> np.ndarray:
+    """The candidate bins (``(k, n_slots)`` flags) of ``k`` nodes' AVC-groups over a group of attributes
+    (at ``offsets``; ``binned``: which are counted in bins of ranks), from each node's best split over
+    the bins (:func:`rainforest.exact_bins.candidate_mask`); the slots of other attributes are ranks
+    or categories already, never candidates."""
+    targets = boundary_targets(avc, offsets, kinds, n_classes, weighted, criterion, params.multiway,
+                               float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive, lead)
+    candidates = candidate_mask(avc, None, None, offsets, kinds, n_classes, weighted, criterion, targets, lead)
+    for j in np.flatnonzero(~np.asarray(binned)):
+        candidates[:, offsets[j]:offsets[j + 1]] = False
+    return candidates
+
+
+def picked_row_bytes(weighted: bool, keyed: bool = False, n_channels: int = 0) -> int:
+    """Bytes the gathering holds per picked row at its peak: the pending arrays and their joined copy
+    (cell, rank, class: 9 bytes; 17 weighted) and the counting sort's order (8).  The summed cells are
+    at most one a row, for bins of ranks usually far fewer.  With value keys (8 bytes, not 4) the pending
+    arrays are joined, then summed: the joined rows, their order (4) and the cells (cell 4, key 8 and
+    ``n_channels`` counts: continuous columns' keys are mostly distinct, so a cell a row)."""
+    if not keyed:
+        return 2 * (9 + (8 if weighted else 0)) + 8
+    picked = 13 + (8 if weighted else 0)  # cell, key, class (and weight)
+    return max(2 * picked, picked + 4 + 12 + 8 * n_channels)  # joined, order, cells (cell, key, counts)
+
+
+def gathering_room(budget_bytes: int) -> int:
+    """Bytes a read gathering candidate values may hold: a quarter of the budget, the share a data
+    pass's batches use (a gathering read is never in flight beside a counting one)."""
+    return budget_bytes // 4
+
+
+def gather_groups(cost: np.ndarray, positions: np.ndarray, room: int) -> list[np.ndarray]:
+    """``positions`` (of nodes read from one place) in consecutive groups whose gathering (``cost``:
+    per node, the bytes :func:`gathering_plan` finds) stays within ``room`` bytes: each group is one
+    read of the level's rows, and a node whose gathering alone exceeds the room is a group of its
+    own.  The gathering's memory is so bounded by the budget, not by the rows (issue 13, item 2),
+    at the price of further reads."""
+    groups, first, held = [], 0, 0.0
+    for i, e in enumerate(cost[positions]):
+        if i > first and held + e > room:
+            groups.append(positions[first:i])
+            first, held = i, 0.0
+        held += e
+    return groups + [positions[first:]] if len(positions) else []
+
+
+@dataclass
+class OneValueBins:
+    """Per tree node, the counted slots (numbered over all attributes, ``offsets``) whose rows at the
+    node all hold one value: seen so when a gathering summed the node's candidate bins, or inherited
+    from its parent (a child's rows in a bin are some of its parent's).  Only plans reads; the
+    gathering finds one-valued cells itself."""
+
+    offsets: np.ndarray
+    slots: dict = field(default_factory=dict)  # tree node -> sorted global counted slots
+
+    def mask(self, chunk: list, attrs: np.ndarray, group_offsets: np.ndarray) -> np.ndarray:
+        """``(len(chunk), n_slots)`` flags over the AVC-group of ``attrs`` (at ``group_offsets``)."""
+        out = np.zeros((len(chunk), int(group_offsets[-1])), np.bool_)
+        global_of = self._global_slots(attrs, group_offsets)
+        for k, node in enumerate(chunk):
+            known = self.slots.get(node)
+            if known is not None and len(known):
+                out[k] = np.isin(global_of, known)
+        return out
+
+    def note(self, nodes: list, values: ValueCounts, attrs: np.ndarray, group_offsets: np.ndarray) -> None:
+        """Add the cells of ``values`` (node ``i`` is ``nodes[i]``) that hold one value."""
+        if not len(values):
+            return
+        pair = values.node * int(group_offsets[-1]) + values.slot
+        first = np.ones(len(pair), np.bool_)
+        first[1:] = pair[1:] != pair[:-1]
+        starts = np.flatnonzero(first)
+        single = starts[np.diff(np.append(starts, len(pair))) == 1]
+        global_of = self._global_slots(attrs, group_offsets)
+        for i in np.unique(values.node[single]):
+            node = nodes[int(i)]
+            seen = global_of[values.slot[single[values.node[single] == i]]]
+            self.slots[node] = np.union1d(self.slots.get(node, seen[:0]), seen)
+
+    def inherit(self, parent: int, children: list) -> None:
+        """The children of a split start from what their parent's bins were known to hold."""
+        known = self.slots.pop(parent, None)
+        if known is not None:
+            for child in children:
+                self.slots[child] = known
+
+    def keep(self, nodes: list) -> None:
+        """Forget every node but ``nodes`` (a new level's frontier)."""
+        self.slots = {n: self.slots[n] for n in nodes if n in self.slots}
+
+    def _global_slots(self, attrs: np.ndarray, group_offsets: np.ndarray) -> np.ndarray:
+        slot = np.arange(int(group_offsets[-1]))
+        j = np.searchsorted(group_offsets, slot, side="right") - 1
+        return self.offsets[np.asarray(attrs)[j]] + slot - group_offsets[j]
+
+
+def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray, lead: int, best: dict) -> None:
+    """The exact splits of ``chunk``'s nodes over ``attrs`` (``growth``: the tree's
+    growth state of :mod:`rainforest.grow`; ``level``: the level being grown), some counted in bins: the
+    bins searched, the candidate bins' values gathered by further reads of the same rows, as many
+    as the budget's room needs (:func:`gather_groups`), the refined AVC-groups searched."""
+    g = growth
+    group_offsets = group_offsets_of(g.offsets, attrs)
+    kinds, binned = g.schema.kinds[attrs], g.binned[attrs]
+    candidates = candidate_bins_of(avc, group_offsets, kinds, binned, g.n_classes, g.weighted, g.crit, g.params,
+                                   g.min_weight_leaf, lead)
+    cost, dense = gathering_plan(avc, candidates, slot_spans(g.counted, attrs, group_offsets)[1], g.n_classes,
+                                 g.weighted, g.picked_bytes, g.one_value.mask(chunk, attrs, group_offsets))
+
+    def make_task(node_pos):
+        return AvcPass(g.schema, level.routing, node_pos, len(chunk), g.n_channels, g.class_weight, g.weighted, attrs,
+                       store=g.supply.store, counted=g.counted, alive=level.alive(len(g.nodes.feature)),
+                       n_children=np.asarray(g.nodes.n_children, np.int64))
+
+    found = [None] * len(chunk)
+    for from_memory in (False, True):
+        here = np.array([k for k, n in enumerate(chunk) if (n in g.in_memory) == from_memory], np.int64)
+        for idx in gather_groups(cost, here, g.gather_room):
+            values, reads, from_data, picked = gather_values(g.supply, make_task, candidates, dense, chunk, idx, from_memory,
+                                                     level.number, len(g.nodes.feature))
+            level.passes += from_data
+            g.stats.candidate_reads += reads
+            g.stats.candidate_values += len(values)
+            g.stats.candidate_rows += picked
+            g.one_value.note([chunk[k] for k in idx], values, attrs, group_offsets)
+            run = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx  # a view when it can
+            splits = exact_splits(avc[run], candidates[run], values, group_offsets, kinds, binned, g.n_classes,
+                                  g.weighted, g.crit, g.params, g.min_weight_leaf, lead)
+            for k, split in zip(idx, splits):
+                found[k] = split
+    for k, node in enumerate(chunk):
+        if found[k] is not None:
+            score, j, ls, rs, inf, nb, br, block = found[k]
+            keep_better(best, node, score, int(attrs[j]), (ls, rs, inf, nb, br, block, avc[k] if g.subtract else None))

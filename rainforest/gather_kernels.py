@@ -1,0 +1,221 @@
+"""The kernels of exact mode's gathering (:mod:`rainforest.exact_gather`): picking the rows of
+candidate bins from a block, counting dense cells in place, and summing picked rows into
+``(cell, slot)`` cells, each cell's rows in row order."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .count_bins import counted_slot
+from .counting import add_row
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counted, key_base, table, table_start, group,
+          pairs, first, dense_at, dense, low, high, one_value, n_in, count_rows, out_group, out_rank, out_y, out_w, at,
+          fill):
+    """The rows of a block whose counted slot is a candidate at their node, per (attribute, node)
+    pair with a candidate bin (``pairs``) and row in row order, in two calls.
+
+    The first (``fill`` False) adds a row of a dense cell (``dense_at[g] >= 0``) at once to its
+    rank's row of ``dense`` (from ``dense_at[g]``, rank less ``first[g]``), and for the other cells
+    notes the block's smallest and largest slot (``low``, ``high``), rows (``n_in``) and class counts
+    (``one_value``, by :func:`rainforest.counting.add_row`); ``at[p + 1]`` becomes the rows pair ``p``
+    picks: those of its cells holding two or more slots in the block (a cell of one slot, such as a
+    heavy value's own bin, is summed already).  The second (``fill`` True) picks them: their
+    candidate cell's number ``group[k, c]``, slot (a rank or a value key), class and weight
+    (``out_w`` empty when every weight is one), pair ``p`` writing from ``at[p]``, so the pairs run in
+    parallel and the output is the serial one.  (A block may be a whole spill partition: outputs
+    sized for all its rows would cost more than this scan.)  A pair's cells are its own, so no cell
+    is written by two threads."""
+    unit = w.shape[0] == 0
+    direct = order.shape[0] == 0
+    n_nodes = starts.shape[0]
+    rows_channel = one_value.shape[1] - 1
+    for p in numba.prange(attrs.shape[0] * n_nodes):
+        if not pairs[p] or (fill and at[p + 1] == at[p]):  # no candidate cell, or none of two slots
+            continue
+        j = p // n_nodes
+        k = p - j * n_nodes
+        a = attrs[j]
+        tab = table[table_start[a]:table_start[a + 1]]
+        base = np.uint64(offsets[j])
+        lo = starts[k]
+        cells = group[k]
+        m = at[p] if fill else 0
+        for t in range(ends[k] - lo):
+            i = lo + t if direct else order[lo + t]
+            v = S[i, a]
+            g = cells[base + counted_slot(np.uint64(v), shift[a], missing[a], n_counted[a], key_base[a], tab)]
+            if g < 0:
+                continue
+            d = dense_at[g]
+            if fill:
+                if d < 0 and low[g] < high[g]:
+                    out_group[m] = g
+                    out_rank[m] = v
+                    out_y[m] = y[i]
+                    if not unit:
+                        out_w[m] = w[i]
+                    m += 1
+            elif d >= 0:  # unit weights only (gathering_plan): no row-count channel
+                add_row(dense[d + np.int64(v) - first[g]], 0, y[i], 1.0, False, rows_channel)
+            else:
+                low[g] = min(low[g], v)
+                high[g] = max(high[g], v)
+                n_in[g] += 1
+                add_row(one_value[g], 0, y[i], 1.0 if unit else w[i], count_rows, rows_channel)
+        if not fill:
+            for c in range(offsets[j], offsets[j + 1]):
+                g = cells[c]
+                if g >= 0 and low[g] < high[g]:
+                    m += n_in[g]
+            at[p + 1] = m
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_cells(dense, dense_at, first, span):
+    """The ``(cell, slot)`` pairs of the dense cells' ranks that rows reached (any class counted: unit
+    weights), in order, and their class counts."""
+    n = 0
+    for g in range(dense_at.shape[0]):
+        d = dense_at[g]
+        if d < 0:
+            continue
+        for r in range(span[g]):
+            if dense[d + r].sum() > 0:
+                n += 1
+    cell = np.empty(n, np.int32)
+    slot = np.empty(n, np.int64)
+    counts = np.empty((n, dense.shape[1]))
+    m = 0
+    for g in range(dense_at.shape[0]):
+        d = dense_at[g]
+        if d < 0:
+            continue
+        for r in range(span[g]):
+            if dense[d + r].sum() > 0:
+                cell[m] = g
+                slot[m] = first[g] + r
+                counts[m] = dense[d + r]
+                m += 1
+    return cell, slot, counts
+
+
+def picked_arrays(m: int, S: np.ndarray, y: np.ndarray, weighted: bool) -> tuple:
+    """Arrays for ``m`` picked rows: candidate cell, slot (in the type of the slots ``S``: a rank, or a
+    value key), class (in the type of the codes ``y``) and weight (none when all are one): 9 bytes a
+    row unweighted with ranks of up to 32 bits, 13 with keys."""
+    return np.empty(m, np.int32), np.empty(m, S.dtype), np.empty(m, y.dtype), np.empty(m if weighted else 0)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def sum_cells(group, rank, cls, weight, first, span, n_channels, count_rows):
+    """The cells of picked rows: ``(cell, slot)`` pairs in order, unique, and their class counts, each
+    cell's rows added in row order (:func:`rainforest.counting.add_row`).  A stable counting sort by
+    candidate cell, then per cell of a bin of ranks a scratch row per rank (``first[g]`` up to
+    ``span[g]`` ranks: linear in the rows, where a sort was not), and per cell of a keyed bin
+    (``span[g]`` 0: its keys could be any) a stable sort of its rows by key, cells on threads."""
+    n, n_groups = group.shape[0], first.shape[0]
+    start = np.zeros(n_groups + 1, np.int64)
+    for i in range(n):
+        start[group[i] + 1] += 1
+    for g in range(n_groups):
+        start[g + 1] += start[g]
+    at = start[:-1].copy()
+    order = np.empty(n, np.int32)  # a read picks fewer than 2**31 rows (gather_groups' room)
+    for i in range(n):
+        order[at[group[i]]] = i
+        at[group[i]] += 1
+    width = max(span.max(), 1) if n_groups else 1
+    mark = np.zeros(width, np.bool_)
+    touched = np.empty(width, np.int64)
+    n_distinct = np.zeros(n_groups + 1, np.int64)  # first each cell's distinct slots, to size the output
+    for g in range(n_groups):
+        if span[g] == 0:
+            continue
+        nt = 0
+        for t in range(start[g], start[g + 1]):
+            r = rank[order[t]] - first[g]
+            if not mark[r]:
+                mark[r] = True
+                touched[nt] = r
+                nt += 1
+        for u in range(nt):
+            mark[touched[u]] = False
+        n_distinct[g + 1] = nt
+    for g in numba.prange(n_groups):
+        if span[g] != 0 or start[g + 1] == start[g]:
+            continue
+        seg = order[start[g]:start[g + 1]]
+        keys = rank[seg]
+        if keys.min() == keys.max():  # one value (a heavy value's own bin): nothing to sort
+            n_distinct[g + 1] = 1
+            continue
+        by_key = np.argsort(keys, kind="mergesort")  # stable: equal keys keep their row order
+        order[start[g]:start[g + 1]] = seg[by_key]
+        nt = 1
+        for t in range(start[g] + 1, start[g + 1]):
+            nt += rank[order[t]] != rank[order[t - 1]]
+        n_distinct[g + 1] = nt
+    for g in range(n_groups):
+        n_distinct[g + 1] += n_distinct[g]
+    cell = np.empty(n_distinct[-1], np.int32)
+    slot = np.empty(n_distinct[-1], rank.dtype)
+    counts = np.zeros((n_distinct[-1], n_channels))
+    scratch = np.zeros((width, n_channels))
+    unit = weight.shape[0] == 0
+    rows_channel = n_channels - 1
+    for g in range(n_groups):
+        if span[g] == 0:
+            continue
+        nt = 0
+        for t in range(start[g], start[g + 1]):
+            i = order[t]
+            r = rank[i] - first[g]
+            if not mark[r]:
+                mark[r] = True
+                touched[nt] = r
+                nt += 1
+            add_row(scratch[r], 0, cls[i], 1.0 if unit else weight[i], count_rows, rows_channel)
+        ranks = np.sort(touched[:nt])
+        m = n_distinct[g]
+        for u in range(nt):
+            r = ranks[u]
+            cell[m] = g
+            slot[m] = first[g] + r
+            counts[m] = scratch[r]
+            scratch[r] = 0.0
+            mark[r] = False
+            m += 1
+    for g in numba.prange(n_groups):
+        if span[g] != 0:
+            continue
+        m = n_distinct[g] - 1
+        for t in range(start[g], start[g + 1]):
+            i = order[t]
+            if t == start[g] or rank[i] != rank[order[t - 1]]:
+                m += 1
+                cell[m] = g
+                slot[m] = rank[i]
+            add_row(counts[m], 0, cls[i], 1.0 if unit else weight[i], count_rows, rows_channel)
+    return cell, slot, counts
+
+
+def union_cells(*states) -> tuple:
+    """Cells of several states, ``(cell, slot, counts)`` each, added cell by cell (earlier states'
+    first, as AVC-groups merge; every sum here is of whole numbers, exact in any order); each state's
+    ``(cell, slot)`` pairs are unique and in order."""
+    held = [s for s in states if len(s[0])]
+    if len(held) <= 1:
+        return held[0] if held else states[0]
+    states = held
+    cell = np.concatenate([s[0] for s in states])
+    slot = np.concatenate([np.asarray(s[1], np.int64) for s in states])
+    by = np.lexsort((slot, cell))  # stable: of equal pairs, the earlier state's first
+    cell, slot, counts = cell[by], slot[by], np.concatenate([s[2] for s in states])[by]
+    new = np.ones(len(cell), np.bool_)
+    new[1:] = (cell[1:] != cell[:-1]) | (slot[1:] != slot[:-1])
+    if new.all():
+        return cell, slot, counts
+    return cell[new], slot[new], np.add.reduceat(counts, np.flatnonzero(new), axis=0)
