@@ -168,12 +168,16 @@ class ValuePass:
         return CandidateCells.of(self.candidates, self.level, self.dense)
 
     @functools.cached_property
-    def pairs(self) -> np.ndarray:
-        """Per (attribute, node) pair of :func:`pick_rows` (``j * n_nodes + k``), whether it has a candidate cell."""
-        offsets = self.level.group_offsets()
-        has = np.logical_or.reduceat(self.candidates, offsets[:-1], axis=1) if self.candidates.size \
-            else np.zeros(self.candidates.shape[:1] + (len(offsets) - 1,), np.bool_)
-        return np.ascontiguousarray(has.T).ravel()
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`rainforest.gather_kernels.pick_rows`'s (attribute, node) pairs ``j * n_nodes + k`` and
+        their candidate cells: pair ``l``'s are ``cells[start[l]:start[l + 1]]``."""
+        cells, offsets = self.cells, self.level.group_offsets()
+        n_nodes, n_slots = self.candidates.shape
+        pair = (np.searchsorted(offsets, cells.high % n_slots, side="right") - 1) * n_nodes + cells.high // n_slots
+        n_pairs = (len(offsets) - 1) * n_nodes
+        start = np.zeros(n_pairs + 1, np.int64)
+        np.cumsum(np.bincount(pair, minlength=n_pairs), out=start[1:])
+        return start, np.argsort(pair, kind="stable").astype(np.int64)
 
     def new_state(self) -> ValueState:
         return ValueState.empty(self.level.n_channels, self.level.weighted, self.cells)
@@ -194,7 +198,7 @@ class ValuePass:
     def count(self, state: ValueState, rows: RowBlock) -> ValueState:
         """Add the candidate rows of a block (from a data pass, the spill or a worker's store)."""
         task = self.level
-        if len(task.node_pos) == 1:
+        if len(task.node_pos) == 1:  # the tree is its root: every row is there, in row order
             order, starts, ends = np.empty(0, np.int32), np.zeros(task.n_nodes, np.int64), np.zeros(task.n_nodes,
                                                                                                      np.int64)
             if task.node_pos[0] >= 0:
@@ -227,11 +231,13 @@ class ValuePass:
         top = np.iinfo(S.dtype)
         low, high = np.full(n_cells, top.max, S.dtype), np.full(n_cells, top.min, S.dtype)
         one_value, n_in = np.zeros((n_cells, state.counts.shape[1])), np.zeros(n_cells, np.int64)
+        lane_start, lane_cells = self.pairs
         args = (S, y, w, order, starts, ends, task.attrs, task.group_offsets(), *c.kernel_args(), cells.number,
-                self.pairs, cells.first, cells.dense_at, state.dense_rows(), low, high, one_value, n_in, task.weighted)
-        at = np.zeros(len(task.attrs) * len(starts) + 1, np.int64)
+                lane_start, lane_cells, cells.first, cells.dense_at, state.dense_rows(), low, high, one_value, n_in,
+                task.weighted)
+        at = np.zeros(len(lane_start), np.int64)
         pick_rows(*args, *picked_arrays(0, S, y, False), at, False)
-        one = np.flatnonzero((low == high) & (n_in > 0))  # cells of one slot in this block: summed already
+        one = np.flatnonzero((low == high) & (n_in > 1))  # cells of rows of one slot in this block: summed already
         if len(one):
             state.summed.append((one.astype(np.int32), low[one].astype(np.int64), one_value[one]))
         np.cumsum(at, out=at)
