@@ -75,33 +75,15 @@ def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_co
             at[lane + 1] = m
 
 
-@numba.njit(cache=True, nogil=True)
-def dense_cells(dense, dense_at, first, span):
+def dense_cells(dense: np.ndarray, dense_at: np.ndarray, first: np.ndarray, span: np.ndarray) -> tuple:
     """The ``(cell, slot)`` pairs of the dense cells' ranks that rows reached (any class counted: unit
-    weights), in order, and their class counts."""
-    n = 0
-    for g in range(dense_at.shape[0]):
-        d = dense_at[g]
-        if d < 0:
-            continue
-        for r in range(span[g]):
-            if dense[d + r].sum() > 0:
-                n += 1
-    cell = np.empty(n, np.int32)
-    slot = np.empty(n, np.int64)
-    counts = np.empty((n, dense.shape[1]))
-    m = 0
-    for g in range(dense_at.shape[0]):
-        d = dense_at[g]
-        if d < 0:
-            continue
-        for r in range(span[g]):
-            if dense[d + r].sum() > 0:
-                cell[m] = g
-                slot[m] = first[g] + r
-                counts[m] = dense[d + r]
-                m += 1
-    return cell, slot, counts
+    weights), in order, and their class counts: row ``r`` of ``dense`` is rank ``r - dense_at[g]``
+    of its cell ``g`` (cells' rows follow one another in cell order)."""
+    on = np.flatnonzero(dense_at >= 0)
+    cell = np.repeat(on, span[on])
+    slot = first[cell] + np.arange(len(cell)) - dense_at[cell]
+    reached = dense.sum(axis=1) > 0
+    return cell[reached].astype(np.int32), slot[reached], dense[reached]
 
 
 def picked_arrays(m: int, S: np.ndarray, y: np.ndarray, weighted: bool) -> tuple:
