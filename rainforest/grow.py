@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .avc import AvcPass
+from .budget import give_back_free_memory
 from .compact import compact_splits, scratch_for, wide_attributes
 from .count_bins import EXACT_BINS
 from .criteria import CRITERION_CODES
@@ -462,6 +463,7 @@ class _Growth:
         self.frontier = level.next_frontier
         self.derived = level.next_derived
         self.one_value.keep(self.frontier)
+        give_back_free_memory()  # what this level freed is not held under the next one's peak
         self.level += 1
 
     def result(self) -> tuple[Tree, GrowStats]:
