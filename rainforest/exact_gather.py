@@ -24,6 +24,7 @@ from .avc import AvcPass, group_rows
 from .exact_bins import NO_SLOT, ValueCounts, refine, refined_splits
 from .gather_kernels import dense_cells, pick_rows, picked_arrays, sum_cells, union_cells
 from .rows import RowBlock, descend
+from .rules import branch_summary
 from .schema import NUMERIC
 
 
@@ -323,7 +324,10 @@ def _chunk_splits(avc, candidates, values, offsets, kinds, binned, n_classes, we
             left_rank, right_rank = refined.high[lo + sp.left], refined.low[lo + sp.right]
             if left_rank == NO_SLOT or right_rank == NO_SLOT:
                 raise AssertionError("an exact threshold beside a bin whose values were not gathered")
+        branches, block = sp.branches[:hi - lo], refined.block[lo:hi]
+        if kinds[a] == NUMERIC:  # a threshold: its children's totals and the missing rows' branch are all it needs
+            branches, block = branch_summary(block, branches, sp.n_branches)
         # copies: a view would keep the chunk's whole refined block alive as long as the split is
-        out.append((sp.score, a, int(left_rank), int(right_rank), sp.inf_threshold, sp.n_branches,
-                    sp.branches[:hi - lo].copy(), refined.block[lo:hi].copy()))
+        out.append((sp.score, a, int(left_rank), int(right_rank), sp.inf_threshold, sp.n_branches, branches.copy(),
+                    block.copy()))
     return out

@@ -139,3 +139,14 @@ def branch_totals(block, br, nb):
         for c in range(block.shape[1]):
             out[br[s], c] += block[s, c]
     return out
+
+
+def branch_summary(block: np.ndarray, br: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """A numeric split's slots (``block``, branches ``br``, the missing slot last) reduced to one slot
+    per branch, ``(br', block')``, that say what splitting needs of them: :func:`branch_totals` of
+    them is the same, bit for bit (each total is added once to zero), and the missing slot's branch
+    is still last.  An exact split's refined slots may number in the hundreds of thousands, and a
+    level holds every node's best until it splits."""
+    missing = int(br[-1])
+    order = np.array([b for b in range(nb) if b != missing] + [missing], np.asarray(br).dtype)
+    return order, branch_totals(block, br, nb)[order]

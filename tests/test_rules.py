@@ -1,10 +1,11 @@
 """The exactness rules shared by the tree, the forest and BOAT (rainforest/rules.py)."""
 import numpy as np
+import pytest
 
 from rainforest.criteria import ENTROPY, GAIN_RATIO, GINI, impurity
 from rainforest.grow import GrowParams
-from rainforest.rules import (EPSILON, branch_totals, depth_limit, impurity_decrease, keeps_split, node_criterion,
-                              node_totals, pre_leaf, split_outcome)
+from rainforest.rules import (EPSILON, branch_summary, branch_totals, depth_limit, impurity_decrease, keeps_split,
+                              node_criterion, node_totals, pre_leaf, split_outcome)
 
 
 def test_pre_leaf_over_arrays_is_the_rule_node_by_node():
@@ -69,3 +70,19 @@ def test_branch_totals_sum_each_branchs_slots():
     block = np.array([[1.0, 0.0], [2.0, 1.0], [0.0, 4.0], [1.0, 1.0]])
     out = branch_totals(block, np.array([0, 1, 0, 1]), 2)
     assert out.tolist() == [[1.0, 4.0], [3.0, 2.0]]
+
+
+@pytest.mark.parametrize("missing_branch", [0, 1])
+def test_a_split_summed_per_branch_splits_as_its_slots(missing_branch):
+    """rules.branch_summary keeps of an exact split's many refined slots what splitting uses: the
+    branches' totals, bit for bit (fractional weights summed in slot order), and the missing slot's
+    branch, last."""
+    rng = np.random.default_rng(missing_branch)
+    n = 5_000
+    block = rng.uniform(0, 3, (n, 3)) * rng.integers(0, 2, (n, 1))  # fractional sums, empty slots
+    br = np.where(np.arange(n) < rng.integers(1, n - 1), 0, 1).astype(np.int64)
+    br[-1] = missing_branch
+    small_br, small_block = branch_summary(block, br, 2)
+    assert small_block.shape == (2, 3) and small_br[-1] == missing_branch
+    assert np.array_equal(branch_totals(small_block, small_br, 2), branch_totals(block, br, 2))
+    assert not np.array_equal(branch_totals(small_block, small_br[::-1].copy(), 2), branch_totals(block, br, 2))
