@@ -64,6 +64,9 @@ class GrowParams:
     held_bytes: int = 0
 
 
+GIVE_BACK_ROWS = 1 << 20  # fits of fewer rows free too little between levels to pay for giving it back
+
+
 def spill_mostly_spent(growing: int, spilled: int) -> bool:
     """Whether a third or more of the ``spilled`` rows are no longer ``growing`` (they reached leaves).
     Exact mode's bins read each level's rows twice (the count, then the gathering of candidate
@@ -463,7 +466,8 @@ class _Growth:
         self.frontier = level.next_frontier
         self.derived = level.next_derived
         self.one_value.keep(self.frontier)
-        give_back_free_memory()  # what this level freed is not held under the next one's peak
+        if self.nodes.n_node_samples[0] >= GIVE_BACK_ROWS:  # what this level freed is not held under the next one's peak
+            give_back_free_memory()
         self.level += 1
 
     def result(self) -> tuple[Tree, GrowStats]:

@@ -12,12 +12,17 @@ from conftest import dataset_path
 from rainforest import DecisionTreeClassifier, budget, grow
 
 
-def test_every_level_gives_freed_memory_back(monkeypatch):
+def test_every_level_of_a_large_fit_gives_freed_memory_back(monkeypatch):
+    """Every level of a fit of at least grow.GIVE_BACK_ROWS rows; none of a smaller one, whose levels
+    free too little to pay for it (a 1,000-row fit takes about 2.5 ms)."""
     calls = []
     monkeypatch.setattr(grow, "give_back_free_memory", lambda: calls.append(1))
-    clf = DecisionTreeClassifier(max_bins=None, max_depth=6, memory_budget="1500KB").fit(
-        pq.read_table(dataset_path("magic")), target="class")
-    assert clf.grow_stats_.spill_reads > 0
+    table = pq.read_table(dataset_path("magic"))
+    kw = dict(max_bins=None, max_depth=6, memory_budget="1500KB")
+    small = DecisionTreeClassifier(**kw).fit(table, target="class")
+    assert small.grow_stats_.spill_reads > 0 and calls == []
+    monkeypatch.setattr(grow, "GIVE_BACK_ROWS", table.num_rows)
+    clf = DecisionTreeClassifier(**kw).fit(table, target="class")
     assert len(calls) == len(clf.grow_stats_.passes_per_level) == clf.get_depth()
 
 
