@@ -6,8 +6,10 @@ The search over those bins gives each node a target; the bins that may hold a be
 the bins either side of every boundary that may win, are candidates
 (:func:`rainforest.exact_bins.candidate_mask`).  :class:`ValuePass` then reads the same rows again
 (from memory, the spill folder, the workers' store, or the data: wherever the level read them) and
-sums, per node, candidate bin and rank, the class counts of the rows there, adding each row to its
-cell in row order as the pass over one slot per rank would.  The refined AVC-groups
+sums, per node, candidate bin and rank (or value key), the class counts of the rows there
+(:mod:`rainforest.gather_kernels`: rows picked and summed in row order, or, for a bin holding one
+value in a block or a dense bin, summed as the block is scanned; gathering serves whole-number
+weights only, so every such sum is the one a slot per rank holds).  The refined AVC-groups
 (:func:`rainforest.exact_bins.refine`) are searched by the same kernels (:func:`exact_splits`), and
 the winning split's slots are ranks again: the tree is the one counting a slot per rank builds.
 """
@@ -79,8 +81,9 @@ class ValueState:
     """The value cells summed so far (unique ``(cell, slot)`` pairs in order: a candidate cell's number
     and a rank or value key in it; their ``(n, n_channels)`` ``counts``) and the rows picked since
     (``pending``: per block, candidate cell, slot, class and weight arrays, in row order), which
-    :meth:`settle` sums: once per read, not once per batch.  ``cells``: the read's
-    :class:`CandidateCells`."""
+    :meth:`settle` sums: once per read, not once per batch; beside them the blocks' cells of one
+    slot, summed already (``summed``), and the dense cells' rows of counts (``dense``).  ``cells``:
+    the read's :class:`CandidateCells`."""
 
     cell: np.ndarray
     slot: np.ndarray
