@@ -277,10 +277,13 @@ def gather_values(supply, make_task, candidates, dense, chunk: list, idx: np.nda
         state, from_data = supply.count(task, f"values of {int(candidates[reading].sum())} candidate bin(s)",
                                         from_memory, [chunk[k] for k in reading], level)
         reads = 1
+    picked = state.picked
     values = state.value_counts(candidates.shape[1])
+    del state  # its cells are the values' now: held once
     renumber = np.full(len(chunk), -1, np.int64)
     renumber[idx] = np.arange(len(idx))
-    return ValueCounts(renumber[values.node], values.slot, values.value, values.counts), reads, from_data, state.picked
+    values.node = renumber[values.node]
+    return values, reads, from_data, picked
 
 
 REFINED_SLOTS = 1 << 20  # nodes are refined and searched in chunks of about this many slots

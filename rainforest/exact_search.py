@@ -165,8 +165,8 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
     for from_memory in (False, True):
         here = np.array([k for k, n in enumerate(chunk) if (n in g.in_memory) == from_memory], np.int64)
         for idx in gather_groups(cost, here, g.gather_room):
-            values, reads, from_data, picked = gather_values(g.supply, make_task, candidates, dense, chunk, idx, from_memory,
-                                                     level.number, len(g.nodes.feature))
+            values, reads, from_data, picked = gather_values(g.supply, make_task, candidates, dense, chunk, idx,
+                                                             from_memory, level.number, len(g.nodes.feature))
             level.passes += from_data
             g.stats.candidate_reads += reads
             g.stats.candidate_values += len(values)
@@ -177,6 +177,7 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
                                   g.weighted, g.crit, g.params, g.min_weight_leaf, lead)
             for k, split in zip(idx, splits):
                 found[k] = split
+            del values, splits  # a read's cells (millions at 100M rows) are not held through the next read
     for k, node in enumerate(chunk):
         if found[k] is not None:
             score, j, ls, rs, inf, nb, br, block = found[k]
