@@ -25,13 +25,13 @@ def gathering_plan(avc: np.ndarray, candidates: np.ndarray, spans: np.ndarray, n
                    row_bytes: int, one_value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per node of ``avc``, the bytes a read gathering its candidate bins holds, and which candidate
     cells it counts in place (*dense*: a row of class counts per rank of the bin, added to as rows
-    stream by, :func:`pick_rows`) rather than picking their rows (``row_bytes`` each) to sum afterwards.
-    A cell is dense where its row per rank costs no more than its rows picked would: a bin where
-    ranks have rows to spare, such as a heavy value's, whose millions of rows would otherwise be
-    picked, sorted and summed.  Unit weights only: a rank's presence is then its class counts, and
-    every sum is exact in any order (weighted rows are always picked).  A cell flagged in ``one_value``
-    holds one value at the node: its rows are summed as they stream by, never picked
-    (:func:`rainforest.gather_kernels.pick_rows`), and cost nothing that grows with them."""
+    stream by, :func:`rainforest.gather_kernels.pick_rows`) rather than picking their rows
+    (``row_bytes`` each) to sum afterwards.  A cell is dense where its row per rank costs no more
+    than its rows picked would: a bin where ranks have rows to spare, whose millions of rows would
+    otherwise be picked, sorted and summed.  Unit weights only: a rank's presence is then its class
+    counts, and every sum is exact in any order (weighted rows are always picked).  A cell flagged
+    in ``one_value`` holds one value at the node: its rows are summed as they stream by (only a
+    block's lone row of it is picked), so it costs nothing that grows with its rows."""
     rows = avc[..., -1] if weighted else avc[..., :n_classes].sum(axis=-1)
     dense_bytes = spans * (8 * avc.shape[-1])
     dense = candidates & (spans > 0) & (dense_bytes <= rows * row_bytes) if not weighted \
@@ -40,8 +40,6 @@ def gathering_plan(avc: np.ndarray, candidates: np.ndarray, spans: np.ndarray, n
     if one_value is not None:
         cost[one_value] = 0
     return cost.sum(axis=1), dense
-
-
 
 
 def candidate_bins_of(avc, offsets, kinds, binned, n_classes, weighted, criterion, params, min_weight_leaf,
