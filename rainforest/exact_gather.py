@@ -235,11 +235,11 @@ class ValuePass:
         top = np.iinfo(S.dtype)
         low, high = np.full(n_cells, top.max, S.dtype), np.full(n_cells, top.min, S.dtype)
         one_value, n_in = np.zeros((n_cells, state.counts.shape[1])), np.zeros(n_cells, np.int64)
-        lane_start, lane_cells = self.pairs
+        pair_start, pair_cells = self.pairs
         args = (S, y, w, order, starts, ends, task.attrs, task.group_offsets(), *c.kernel_args(), cells.number,
-                lane_start, lane_cells, cells.first, cells.dense_at, state.dense_rows(), low, high, one_value, n_in,
+                pair_start, pair_cells, cells.first, cells.dense_at, state.dense_rows(), low, high, one_value, n_in,
                 task.weighted)
-        at = np.zeros(len(lane_start), np.int64)
+        at = np.zeros(len(pair_start), np.int64)
         pick_rows(*args, *picked_arrays(0, S, y, False), at, False)
         one = np.flatnonzero((low == high) & (n_in > 1))  # cells of rows of one slot in this block: summed already
         if len(one):

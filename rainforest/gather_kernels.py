@@ -12,39 +12,39 @@ from .counting import add_row
 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counted, key_base, table, table_start,
-              group, lane_start, lane_cells, first, dense_at, dense, low, high, one_value, n_in, count_rows, out_group,
+              group, pair_start, pair_cells, first, dense_at, dense, low, high, one_value, n_in, count_rows, out_group,
               out_rank, out_y, out_w, at, fill):
     """The rows of a block whose counted slot is a candidate at their node, in two calls, per (attribute,
-    node) pair ``l = j * n_nodes + k`` (node ``k``'s rows ``starts[k]:ends[k]``, through ``order``
-    unless it is empty) and row in row order.  Pair ``l``'s candidate cells are
-    ``lane_cells[lane_start[l]:lane_start[l + 1]]``; a pair without one is not scanned.
+    node) pair ``p = j * n_nodes + k`` (node ``k``'s rows ``starts[k]:ends[k]``, through ``order``
+    unless it is empty) and row in row order.  Pair ``p``'s candidate cells are
+    ``pair_cells[pair_start[p]:pair_start[p + 1]]``; a pair without one is not scanned.
 
     The first call (``fill`` False) adds a row of a dense cell (``dense_at[g] >= 0``) at once to its
     rank's row of ``dense`` (from ``dense_at[g]``, rank less ``first[g]``), and for the other cells
     notes the block's smallest and largest slot (``low``, ``high``), rows (``n_in``) and class counts
-    (``one_value``, by :func:`rainforest.counting.add_row`); ``at[l + 1]`` becomes the rows pair
-    ``l`` picks: those of its cells holding two or more slots in the block, or one row (a cell of
+    (``one_value``, by :func:`rainforest.counting.add_row`); ``at[p + 1]`` becomes the rows pair
+    ``p`` picks: those of its cells holding two or more slots in the block, or one row (a cell of
     several rows of one slot, such as a heavy value's own bin, is summed already).  The second
     (``fill`` True) picks them: their candidate cell's number ``group[k, c]``, slot (a rank or a
-    value key), class and weight (``out_w`` empty when every weight is one), pair ``l`` writing
-    from ``at[l]``, so the pairs run in parallel and the output is the serial one.  (A block may be
+    value key), class and weight (``out_w`` empty when every weight is one), pair ``p`` writing
+    from ``at[p]``, so the pairs run in parallel and the output is the serial one.  (A block may be
     a whole spill partition: outputs sized for all its rows would cost more than this scan.)  A
     pair's cells are its own, so no cell is written by two threads."""
     unit = w.shape[0] == 0
     direct = order.shape[0] == 0
     n_nodes = starts.shape[0]
     rows_channel = one_value.shape[1] - 1
-    for lane in numba.prange(lane_start.shape[0] - 1):
-        if lane_start[lane + 1] == lane_start[lane] or (fill and at[lane + 1] == at[lane]):
+    for p in numba.prange(pair_start.shape[0] - 1):
+        if pair_start[p + 1] == pair_start[p] or (fill and at[p + 1] == at[p]):
             continue  # no candidate cell, or none whose rows are picked
-        j = lane // n_nodes
-        k = lane - j * n_nodes
+        j = p // n_nodes
+        k = p - j * n_nodes
         a = attrs[j]
         tab = table[table_start[a]:table_start[a + 1]]
         base = np.uint64(offsets[j])
         lo = starts[k]
         cells = group[k]
-        m = at[lane] if fill else 0
+        m = at[p] if fill else 0
         for t in range(ends[k] - lo):
             i = lo + t if direct else order[lo + t]
             v = S[i, a]
@@ -68,11 +68,11 @@ def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_co
                 n_in[g] += 1
                 add_row(one_value[g], 0, y[i], 1.0 if unit else w[i], count_rows, rows_channel)
         if not fill:
-            for t in range(lane_start[lane], lane_start[lane + 1]):
-                g = lane_cells[t]
+            for t in range(pair_start[p], pair_start[p + 1]):
+                g = pair_cells[t]
                 if low[g] < high[g] or n_in[g] == 1:
                     m += n_in[g]
-            at[lane + 1] = m
+            at[p + 1] = m
 
 
 def dense_cells(dense: np.ndarray, dense_at: np.ndarray, first: np.ndarray, span: np.ndarray) -> tuple:
