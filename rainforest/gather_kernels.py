@@ -30,6 +30,7 @@ def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_co
     from ``at[p]``, so the pairs run in parallel and the output is the serial one.  (A block may be
     a whole spill partition: outputs sized for all its rows would cost more than this scan.)  A
     pair's cells are its own, so no cell is written by two threads."""
+    # unsigned indices, as in rainforest.avc.accumulate: no check for a negative index on every access
     unit = w.shape[0] == 0
     direct = order.shape[0] == 0
     n_nodes = starts.shape[0]
@@ -39,21 +40,23 @@ def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_co
             continue  # no candidate cell, or none whose rows are picked
         j = p // n_nodes
         k = p - j * n_nodes
-        a = attrs[j]
+        a = np.uint64(attrs[j])
+        sh, miss, nc, kb = shift[a], missing[a], n_counted[a], key_base[a]
         tab = table[table_start[a]:table_start[a + 1]]
-        base = np.uint64(offsets[j])
+        cells = group[k, offsets[j]:offsets[j + 1]]
         lo = starts[k]
-        cells = group[k]
+        rows = order[lo:ends[k]]
         m = at[p] if fill else 0
         for t in range(ends[k] - lo):
-            i = lo + t if direct else order[lo + t]
+            i = np.uint64(lo + t) if direct else np.uint64(rows[t])
             v = S[i, a]
-            g = cells[base + counted_slot(np.uint64(v), shift[a], missing[a], n_counted[a], key_base[a], tab)]
+            g = cells[counted_slot(np.uint64(v), sh, miss, nc, kb, tab)]
             if g < 0:
                 continue
-            d = dense_at[g]
+            ug = np.uint64(g)
+            d = dense_at[ug]
             if fill:
-                if d < 0 and (low[g] < high[g] or n_in[g] == 1):
+                if d < 0 and (low[ug] < high[ug] or n_in[ug] == 1):
                     out_group[m] = g
                     out_rank[m] = v
                     out_y[m] = y[i]
@@ -61,12 +64,12 @@ def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_co
                         out_w[m] = w[i]
                     m += 1
             elif d >= 0:  # unit weights only (gathering_plan): no row-count channel
-                add_row(dense[d + np.int64(v) - first[g]], 0, y[i], 1.0, False, rows_channel)
+                add_row(dense[np.uint64(d + np.int64(v) - first[ug])], 0, y[i], 1.0, False, rows_channel)
             else:
-                low[g] = min(low[g], v)
-                high[g] = max(high[g], v)
-                n_in[g] += 1
-                add_row(one_value[g], 0, y[i], 1.0 if unit else w[i], count_rows, rows_channel)
+                low[ug] = min(low[ug], v)
+                high[ug] = max(high[ug], v)
+                n_in[ug] += 1
+                add_row(one_value[ug], 0, y[i], 1.0 if unit else w[i], count_rows, rows_channel)
         if not fill:
             for t in range(pair_start[p], pair_start[p + 1]):
                 g = pair_cells[t]
