@@ -38,7 +38,10 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
     With ``grid``, a regressor's raw cells get the target's exact parts times ``m``, then ``m`` and one
     (:mod:`rainforest.target_parts`).
     """
-    n_classes = n_channels - 1
+    # Unsigned indices (rows, nodes, jobs, cells), as in rainforest.avc.accumulate: numba checks every
+    # signed index for a negative value, a third of this kernel's time.
+    n_classes = np.uint64(n_channels - 1)
+    stride = np.uint64(n_channels)
     unit = w.shape[0] == 0
     parts = grid.shape[0] > 0
     n = S.shape[0]
@@ -48,9 +51,9 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
         s1 = keys1[t]
         s2 = keys2[t]
         h = np.empty(block, np.int64)
-        rows = np.empty(block, np.int64)
+        rows = np.empty(block, np.uint64)
         mult = np.empty(block, np.int64)
-        node = np.empty(block, np.int64)
+        node = np.empty(block, np.uint64)
         for c0 in range(0, n, block):
             c1 = min(n, c0 + block)
             for i in range(c0, c1):
@@ -72,15 +75,17 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
                 j = job_of_node[node[u]]
                 if j < 0:
                     continue
+                uj = np.uint64(j)
                 i = rows[u]
                 c = y[i]
                 wt = float(mult[u]) if unit else mult[u] * w[i]
-                base = job_base[j]
+                base = np.uint64(job_base[uj])
                 p = split_target(np.float64(c), grid) if parts else (0.0, 0.0, 0.0, 0.0)
-                for q in range(attr_start[j], attr_start[j + 1]):
-                    cell = base + (slot_off[q] + S[i, attrs[q]]) * n_channels
+                for q in range(attr_start[uj], attr_start[uj + 1]):
+                    uq = np.uint64(q)
+                    cell = base + (np.uint64(slot_off[uq]) + np.uint64(S[i, np.uint64(attrs[uq])])) * stride
                     if parts:
-                        add_weighted_parts(counts, cell, p, wt)
+                        add_weighted_parts(counts, np.int64(cell), p, wt)
                     else:
                         add_row(counts, cell, c, wt, True, n_classes)
 

@@ -143,10 +143,10 @@ def attribute_slots(schema: Schema, j: int, column, out: np.ndarray) -> None:
 def step(S, i, k, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch, n_slots):
     """The child of the split node ``k`` that row ``i`` of ``S`` goes to (see :func:`descend`): the
     one routing step of every kernel that moves encoded rows down a tree."""
-    f = feature[k]
+    f = np.uint64(feature[k])  # unsigned: no check for a negative index (callers' i and k may be too)
     s = S[i, f]
     if branch_offset[k] >= 0:
-        b = slot_branch[branch_offset[k] + s]
+        b = slot_branch[np.uint64(branch_offset[k] + s)]
     elif s == n_slots[f]:
         b = missing_branch[k]
     else:
