@@ -65,14 +65,16 @@ def group_rows(node, node_pos, n_nodes, n_pieces):
     group in row order: ``(order, starts, ends)`` for :func:`accumulate`.  A stable counting sort in
     two parallel sweeps over ``n_pieces`` pieces of the rows (counts per piece, then each piece fills
     its own places), so the order is a serial sort's whatever the number of pieces and threads."""
+    # unsigned indices where they cannot be negative: no check for a negative index (see accumulate)
     n = node.shape[0]
     size = (n + n_pieces - 1) // n_pieces
     place = np.zeros((n_pieces, n_nodes), np.int64)
     for c in numba.prange(n_pieces):
+        counted = place[c]
         for i in range(c * size, min(n, (c + 1) * size)):
-            k = node_pos[node[i]]
+            k = node_pos[np.uint64(node[np.uint64(i)])]
             if k >= 0:
-                place[c, k] += 1
+                counted[np.uint64(k)] += 1
     starts = np.empty(n_nodes, np.int64)
     ends = np.empty(n_nodes, np.int64)
     at = 0
@@ -87,10 +89,11 @@ def group_rows(node, node_pos, n_nodes, n_pieces):
     for c in numba.prange(n_pieces):
         fill = place[c]
         for i in range(c * size, min(n, (c + 1) * size)):
-            k = node_pos[node[i]]
+            k = node_pos[np.uint64(node[np.uint64(i)])]
             if k >= 0:
-                order[fill[k]] = i
-                fill[k] += 1
+                uk = np.uint64(k)
+                order[np.uint64(fill[uk])] = i
+                fill[uk] += 1
     return order, starts, ends
 
 
