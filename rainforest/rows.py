@@ -466,10 +466,11 @@ def _route_blocks(S, starts, ends, group_node, task_group, first_task, first_cel
         lo = starts[g] + (task - first_task[g]) * block
         fc = first_child[k]
         for i in range(lo, min(ends[g], lo + block)):
-            b = 0 if fc < 0 else step(S, i, k, feature, first_child, slot_branch, branch_offset, slot_cut,
+            u = np.uint64(i)  # unsigned indices: no check for a negative index
+            b = 0 if fc < 0 else step(S, u, k, feature, first_child, slot_branch, branch_offset, slot_cut,
                                       missing_branch, n_slots) - fc
-            branch[i] = b
-            cells[base + b] += 1
+            branch[u] = b
+            cells[np.uint64(base + b)] += 1
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -482,12 +483,15 @@ def _copy_blocks(S, y, w, starts, ends, task_group, first_task, first_cell, cell
         base = first_cell[g] + (task - first_task[g]) * width
         lo = starts[g] + (task - first_task[g]) * block
         for i in range(lo, min(ends[g], lo + block)):
-            d = cells[base + branch[i]]
+            u = np.uint64(i)  # unsigned indices: no check for a negative index
+            cell = np.uint64(base + branch[u])
+            d = cells[cell]
             if d < 0:
                 continue
-            cells[base + branch[i]] = d + 1
+            cells[cell] = d + 1
+            v = np.uint64(d)
             for a in range(S.shape[1]):
-                S2[d, a] = S[i, a]
-            y2[d] = y[i]
+                S2[v, np.uint64(a)] = S[u, np.uint64(a)]
+            y2[v] = y[u]
             if weighted:
-                w2[d] = w[i]
+                w2[v] = w[u]
