@@ -17,6 +17,7 @@ of a round that reads the source, bit for bit.  What is stored per learner is on
 from __future__ import annotations
 
 import logging
+import math
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -48,6 +49,19 @@ def boosted_log_weights(flags, alphas, first, start, out):
             if (flags[j, byte] >> shift) & 1:
                 lw += alphas[j]
         out[i] = lw
+
+
+@numba.njit(cache=True, nogil=True)
+def boost_weights(log_weights):
+    """``exp`` of each log-weight: a round's row weights, by the C library's ``exp`` (through Numba).
+    numpy's ``exp`` takes a SIMD path of its own on CPUs with AVX-512, whose last bits differ from
+    the C library's now and then, so the same fit gave trees a few ulps apart on two machines
+    (``tests/data/models/adaboost_adult_stumps.json``).  (Numba built with Intel's SVML would
+    vectorize this loop with SVML's ``exp``; the default install has none.)"""
+    out = np.empty_like(log_weights)
+    for i in range(log_weights.shape[0]):
+        out[i] = math.exp(log_weights[i])
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -203,7 +217,7 @@ class BoostStore:
             if pending is not None:
                 self.bits.mark(n_flagged - 1, first,
                                predicted_classes(pending, self.schema.attributes, rows.S, self.tables) != rows.y)
-            w = np.exp(self.bits.log_weights(first, len(rows), -log_norm))  # numpy's exp, as the weigher's
+            w = boost_weights(self.bits.log_weights(first, len(rows), -log_norm))  # as the weigher's
             if len(rows.w):
                 w *= rows.w
             yield RowBlock(rows.S, rows.y, w, np.zeros(len(rows), np.int32)).present()

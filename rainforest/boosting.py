@@ -31,7 +31,7 @@ from rainforest.storage.worker_memo import remembered
 
 from .base import Classifier
 from .bayes import BayesCounts, BayesPass, NaiveBayesClassifier, reading_model
-from .boost_store import BoostStore, StoreRound, boosted_log_weights
+from .boost_store import BoostStore, StoreRound, boost_weights, boosted_log_weights
 from .boosted_source import BoostedSource, SplitTask
 from .budget import parse_bytes
 from .dask_predict import lazy_on_dask
@@ -196,7 +196,7 @@ class AdaBoostClassifier(Classifier):
             lw = np.full(n, -log_norm)
             if len(weights):
                 boosted_log_weights(np.stack(flags[:len(weights)]), weights, 0, -log_norm, lw)
-            w = np.exp(lw)
+            w = boost_weights(lw)
             if given is not None:
                 w *= given
             out = {BOOST_WEIGHT: w}
