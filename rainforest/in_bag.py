@@ -302,11 +302,13 @@ def _scatter_block(words, t, moved, branch, p0, p1, at):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _scatter_rows(dst, src, branch, p0, p1, at, n_words):
+    w = np.uint64(n_words)  # unsigned indices: no check for a negative index
     for p in range(p0, p1):
         b = branch[p]
         if b < 0:
             continue
         v = at[b]
         at[b] = v + 1
+        d, s = np.uint64(v) * w, np.uint64(p) * w
         for x in range(n_words):
-            dst[v * n_words + x] = src[p * n_words + x]
+            dst[d + np.uint64(x)] = src[s + np.uint64(x)]
