@@ -35,33 +35,22 @@ CASES = [(1_000, 3, 200), (20_000, 10, 20)]  # rows, depth, timed fits
 N_FEATURES = 8
 COLD_RUNS = 5
 
+# a fresh process's import and first fit: rainforest's, or scikit-learn's with its import and estimator
 COLD_CHILD = """
 import time
 t0 = time.perf_counter()
 import numpy as np
-import rainforest
+{imports}
 t1 = time.perf_counter()
 rng = np.random.default_rng(0)
 X = rng.normal(size=(1000, {f}))
 y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(np.int64)
-rainforest.DecisionTreeClassifier(max_depth=3).fit(X, y)
+{estimator}(max_depth=3).fit(X, y)
 t2 = time.perf_counter()
 print(t1 - t0, t2 - t0)
 """
-
-SKLEARN_COLD_CHILD = """
-import time
-t0 = time.perf_counter()
-import numpy as np
-from sklearn.tree import DecisionTreeClassifier
-t1 = time.perf_counter()
-rng = np.random.default_rng(0)
-X = rng.normal(size=(1000, {f}))
-y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(np.int64)
-DecisionTreeClassifier(max_depth=3).fit(X, y)
-t2 = time.perf_counter()
-print(t1 - t0, t2 - t0)
-"""
+OURS = {"imports": "import rainforest", "estimator": "rainforest.DecisionTreeClassifier"}
+SKLEARN = {"imports": "from sklearn.tree import DecisionTreeClassifier", "estimator": "DecisionTreeClassifier"}
 
 # numpy, Numba and pyarrow, then one cached kernel, with Numba's BLAS probe answered as
 # rainforest.threads answers it (no SciPy import); the kernel's module is written to a temporary folder
@@ -149,8 +138,8 @@ def cold_start() -> dict:
     with tempfile.TemporaryDirectory() as folder:
         Path(folder, "floor_kernel.py").write_text(FLOOR_KERNEL)
         floor = fresh_processes(FLOOR_CHILD.format(folder=folder))
-    return {**fresh_processes(COLD_CHILD.format(f=N_FEATURES)),
-            "sklearn": fresh_processes(SKLEARN_COLD_CHILD.format(f=N_FEATURES)), "floor": floor}
+    return {**fresh_processes(COLD_CHILD.format(f=N_FEATURES, **OURS)),
+            "sklearn": fresh_processes(COLD_CHILD.format(f=N_FEATURES, **SKLEARN)), "floor": floor}
 
 
 def write(rows: list[dict], cold: dict, load: float, path: Path) -> None:
