@@ -147,7 +147,7 @@ def test_pushdown_keeps_no_rows_and_only_aggregates_come_back(agrawal_dir):
     source = DuckDBSource(parquet=str(agrawal_dir), transfer="aggregates")
     returned = []
     run = source.query_table
-    source.query_table = lambda sql, ordered=False: returned.append(run(sql, ordered)) or returned[-1]
+    source.query_table = lambda sql, ordered=False, **kw: returned.append(run(sql, ordered, **kw)) or returned[-1]
     clf = DecisionTreeClassifier(max_depth=8, max_bins=64).fit(source, target="class")
     assert clf.grow_stats_.kept_rows == 0
     assert len(returned) == 9 and clf.n_passes_ == 2  # a query a pass; later levels read the fit's node table

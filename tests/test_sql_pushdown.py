@@ -109,11 +109,11 @@ def test_a_failed_or_interrupted_fit_drops_its_node_tables(agrawal, target, erro
     for fail_at in (1, 4):  # the root's query (its table just made), a later level's
         run, calls = source.query_table, []
 
-        def failing(sql, ordered=False, run=run, calls=calls, fail_at=fail_at):
+        def failing(sql, ordered=False, run=run, calls=calls, fail_at=fail_at, **kw):
             calls.append(sql)
             if len(calls) > fail_at:
                 raise error
-            return run(sql, ordered)
+            return run(sql, ordered, **kw)
         source.query_table = failing
         with pytest.raises(type(error)):
             tree(source)
@@ -144,3 +144,45 @@ def test_sums_in_row_order_through_every_way_of_moving_rows(tmp_path, monkeypatc
     made = made_tables(source)
     assert fit(source).tree_.to_json() == fit(str(tmp_path / "w.parquet")).tree_.to_json()
     assert len(made) == {0: 7, 2: 3, 4: 2, 100: 1}[reroute]
+
+
+def _sorts(plan: dict) -> list:
+    """The Sort nodes of an EXPLAIN (FORMAT JSON) plan, depth first."""
+    found = [plan] if plan.get("Node Type") == "Sort" else []
+    for child in plan.get("Plans") or []:
+        found += _sorts(child)
+    return found
+
+
+@pytest.mark.postgres
+def test_the_profile_sorts_its_sample_in_memory(pg):
+    """The profile's sample (the rows of smallest hash) is one sort of every row; at PostgreSQL's default
+    4 MB of work_mem it went to disk (1 GB and 8.6 s of a 10M-row profile). The query asks for the
+    memory the sort needs, and the server gives it for that query only: the same query without it
+    spills, and the session's setting is untouched afterwards."""
+    import json
+
+    source = PostgresSource(pg, table="pushdown_agrawal", transfer="aggregates")
+    asked = []
+    run = source.query_table
+    source.query_table = lambda sql, ordered=False, sort_bytes=0: asked.append((sql, sort_bytes)) or run(
+        sql, ordered, sort_bytes)
+    DecisionTreeClassifier(max_depth=1, max_bins=64).fit(source, target="class")
+    del source.query_table
+    profile_sql, sort_bytes = asked[0]
+    assert "ORDER BY hash LIMIT" in profile_sql and sort_bytes >= 200_000 * 8 * 10
+
+    def sample_sort(need):
+        explained = source.query_table(f"EXPLAIN (ANALYZE, FORMAT JSON) {profile_sql}", True, need)
+        plan = explained.column(0)[0].as_py()
+        plan = json.loads(plan) if isinstance(plan, str) else plan
+        return [s["Sort Space Type"] for s in _sorts(plan[0]["Plan"]) if "hash" in " ".join(s["Sort Key"])]
+    assert sample_sort(sort_bytes) == ["Memory"]
+    assert sample_sort(0) == ["Disk"]  # what the query asks for is what keeps it in memory
+    setting = lambda need: source.query_table("SELECT current_setting('work_mem') AS w", False, need)  # noqa: E731
+    default = setting(0).column(0)[0].as_py()
+    assert default == "4MB"  # the project's server keeps PostgreSQL's default
+    assert setting(100 << 20).column(0)[0].as_py() == "100MB"
+    assert setting(1 << 20).column(0)[0].as_py() == "4MB"  # never lowered
+    assert setting(64 << 30).column(0)[0].as_py() == "1GB"  # capped
+    assert setting(0).column(0)[0].as_py() == default  # for one query only
