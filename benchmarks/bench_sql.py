@@ -182,9 +182,9 @@ def _meter(source, calls: list, queries: list, streams: list) -> None:
     if query_table is None:
         return
 
-    def weighed(sql, ordered=False, sort_bytes=0):
+    def weighed(sql, ordered=False, work_bytes=0):
         t0 = time.perf_counter()
-        table = query_table(sql, ordered=ordered, sort_bytes=sort_bytes)
+        table = query_table(sql, ordered=ordered, work_bytes=work_bytes)
         queries.append({"pass": len(calls), "seconds": time.perf_counter() - t0, "rows": int(table.num_rows),
                         "nbytes": int(table.nbytes), "sql_bytes": len(sql.encode()), "ordered": bool(ordered)})
         return table

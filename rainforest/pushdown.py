@@ -49,13 +49,25 @@ class AggregateQuery:
     rows: int = 0  # rows the pass covered, known once finished (for the progress log)
     instead: "AggregateQuery | None" = None
     reads_source: bool = True  # False: it reads a temporary table of the fit's (rainforest.node_tables)
-    sort_bytes: int = 0  # memory its largest sort needs to run in memory (the profile's sample), or 0
+    work_bytes: int = 0  # memory its sorts and hash tables need to run in memory, or 0 (the engine's own)
 
 
 def sorted_row_bytes(columns: int) -> int:
     """Memory a database's sort takes per row of ``columns`` 8-byte values, with room to spare
     (PostgreSQL's top-N sort of the 200,000-row sample of 10 columns took 28-60 MB, measured)."""
     return 4 * 8 * columns + 128
+
+
+GROUP_BYTES = 100  # a group's memory in a database's hash table (key, count, sums), with room to spare
+GUESSED_VALUES = 256  # a planner's guess of a computed column's distinct values (PostgreSQL's: 200)
+
+
+def grouping_bytes(nodes: int, labels: int, slots: list[int]) -> int:
+    """Memory to hash a level's GROUPING SETS ``(node, y, slot)``, one set per attribute of ``slots`` values.
+    The groups are at most nodes x labels x slots; a planner that cannot see into the routing ``CASE``
+    guesses its distinct values, and sorts every row instead of hashing when the guess does not fit
+    (PostgreSQL at its default 4 MB: a 10M-row level took 12.6 s sorted, 7.3 s hashed)."""
+    return GROUP_BYTES * max(nodes, GUESSED_VALUES) * labels * sum(slots)
 
 
 def grouping_index(names: list[str], d: Dialect) -> str:
@@ -136,7 +148,9 @@ def avc_query(task, relation) -> AggregateQuery | None:
            f"count(*) AS n" + (f", sum(w{in_order}) AS w" if weighted_column else "") + sums
            + f" FROM ({rows}) AS r GROUP BY GROUPING SETS ("
            + ", ".join(f"(node, {by_y}{k})" for k in keys) + ")")
-    query = AggregateQuery(sql, None, row_id=ordered, reads_source=reads_source)
+    work = grouping_bytes(int(wanted.sum()), 1 if regression else len(schema.label.classes),
+                          [schema.attributes[j].n_slots + 1 for j in counted])
+    query = AggregateQuery(sql, None, row_id=ordered, reads_source=reads_source, work_bytes=work)
     group_offsets = task.group_offsets()
 
     def finish(table: pa.Table):
@@ -204,10 +218,10 @@ def profile_query(task, relation) -> AggregateQuery:
         for name, expr in steps:
             hashed = f"(SELECT *, {expr} AS {name} FROM {hashed}{d.fence}) AS {name}_"
         # the sample keeps only what its counts below read: a narrower sort (PostgreSQL's top-N sort of the
-        # sample must fit its memory, see AggregateQuery.sort_bytes, else it sorts every row on disk)
+        # sample must fit its memory, see AggregateQuery.work_bytes, else it sorts every row on disk)
         kept = [f"a{j}" for j in sampled]
         ctes.append(f"s AS (SELECT {', '.join(kept)} FROM {hashed} ORDER BY hash LIMIT {int(task.sample_rows)})")
-        sort_bytes = int(task.sample_rows) * sorted_row_bytes(len(kept) + 1)
+        work_bytes = int(task.sample_rows) * sorted_row_bytes(len(kept) + 1)
         # per sampled column, its distinct values in the sample with their counts (as INTEGER, so that the
         # running sums below are PostgreSQL's bigint, not its numeric: 0.3-0.7 s of 6.5 s at 1M rows) ...
         value = "CASE g " + " ".join(f"WHEN {i} THEN a{j}" for i, j in enumerate(sampled)) + " END"
@@ -278,7 +292,7 @@ def profile_query(task, relation) -> AggregateQuery:
         # the other parts' types decide those of lo and hi (PostgreSQL)
         sql += (f" UNION ALL SELECT 2, NULL, NULL, {', '.join('NULL' for _ in keys)}, count(*), NULL, NULL, NULL, 0, "
                 f"NULL, NULL, NULL, NULL, NULL, NULL, 0 FROM {relation.from_sql}")
-    query = AggregateQuery(sql, None, row_id=row_id, sort_bytes=sort_bytes if sampled else 0)
+    query = AggregateQuery(sql, None, row_id=row_id, work_bytes=work_bytes if sampled else 0)
 
     def finish(table: pa.Table):
         p = Profile(columns={c: ColumnProfile(task.kinds[c]) for c in names})

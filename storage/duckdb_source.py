@@ -198,7 +198,7 @@ class DuckDBSource(SqlSource):
     def count_rows(self) -> int:
         return int(self.query_table(f"SELECT count(*) AS n FROM {self._from_sql()}").column(0)[0].as_py())
 
-    def query_table(self, sql: str, ordered: bool = False, sort_bytes: int = 0) -> pa.Table:
+    def query_table(self, sql: str, ordered: bool = False, work_bytes: int = 0) -> pa.Table:
         rel = self._run(sql)  # DuckDB's sorts share its memory_limit: no per-sort cap to raise
         try:
             return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.fetch_arrow_table()

@@ -173,11 +173,11 @@ class SqlSource(Source):
             return self.fold(task, list(columns), batch_size, progress)
         if query.reads_source:  # else it reads a temporary table of this fit's
             self.count_pass(columns)
-        state = query.finish(self.query_table(query.sql, ordered=query.row_id, sort_bytes=query.sort_bytes))
+        state = query.finish(self.query_table(query.sql, ordered=query.row_id, work_bytes=query.work_bytes))
         while query.instead is not None:  # the result asked for another query: a second scan
             query = query.instead
             self.count_pass(columns)
-            state = query.finish(self.query_table(query.sql, ordered=query.row_id, sort_bytes=query.sort_bytes))
+            state = query.finish(self.query_table(query.sql, ordered=query.row_id, work_bytes=query.work_bytes))
         if progress is not None:
             progress(query.rows)
         return state
@@ -255,10 +255,10 @@ class SqlSource(Source):
         """What ``transfer="auto"`` means for this engine, and why."""
         raise NotImplementedError
 
-    def query_table(self, sql: str, ordered: bool = False, sort_bytes: int = 0) -> pa.Table:  # pragma: no cover
+    def query_table(self, sql: str, ordered: bool = False, work_bytes: int = 0) -> pa.Table:  # pragma: no cover
         """The result of ``sql`` as an Arrow table. ``ordered``: rows are numbered in scan order, so the
-        scan must be serial; ``sort_bytes``: memory the query's largest sort needs to stay in memory
-        (an engine that caps a sort's memory raises the cap to it, for this query only)."""
+        scan must be serial; ``work_bytes``: memory the query's sorts and hash tables need to stay in
+        memory (an engine that caps their memory raises the cap to it, for this query only)."""
         raise NotImplementedError
 
     def create_temp_table(self, name: str, select_sql: str, serial: bool = False) -> str | None:

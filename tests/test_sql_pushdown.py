@@ -146,43 +146,56 @@ def test_sums_in_row_order_through_every_way_of_moving_rows(tmp_path, monkeypatc
     assert len(made) == {0: 7, 2: 3, 4: 2, 100: 1}[reroute]
 
 
-def _sorts(plan: dict) -> list:
-    """The Sort nodes of an EXPLAIN (FORMAT JSON) plan, depth first."""
-    found = [plan] if plan.get("Node Type") == "Sort" else []
+def _plan_nodes(plan: dict, kind: str) -> list:
+    """The nodes of type ``kind`` in an EXPLAIN (FORMAT JSON) plan, depth first."""
+    found = [plan] if plan.get("Node Type") == kind else []
     for child in plan.get("Plans") or []:
-        found += _sorts(child)
+        found += _plan_nodes(child, kind)
     return found
 
 
 @pytest.mark.postgres
-def test_the_profile_sorts_its_sample_in_memory(pg):
-    """The profile's sample (the rows of smallest hash) is one sort of every row; at PostgreSQL's default
-    4 MB of work_mem it went to disk (1 GB and 8.6 s of a 10M-row profile). The query asks for the
-    memory the sort needs, and the server gives it for that query only: the same query without it
-    spills, and the session's setting is untouched afterwards."""
+def test_sorts_and_groupings_get_the_memory_they_need(pg):
+    """The profile's sample (the rows of smallest hash) is one sort of every row, and a level's GROUPING
+    SETS are hashed or sorted as the planner guesses their groups. At PostgreSQL's default 4 MB of
+    work_mem the sample of 10M rows went to disk (1 GB, 8.6 s) and levels sorted every row. Each query
+    asks for the memory it needs, and the server gives it for that query only. Here the session has
+    64 kB (PostgreSQL's least), so that this small table's sample spills without what it asks."""
     import json
 
-    source = PostgresSource(pg, table="pushdown_agrawal", transfer="aggregates")
-    asked = []
+    session = lambda work_mem: PostgresSource(  # noqa: E731  (libpq's options: the session's default)
+        f"{pg}{'&' if '?' in pg else '?'}options=-c%20work_mem%3D{work_mem}", table="pushdown_agrawal",
+        transfer="aggregates")
+    source = session("64kB")
+    asked, level_plans = [], []
     run = source.query_table
-    source.query_table = lambda sql, ordered=False, sort_bytes=0: asked.append((sql, sort_bytes)) or run(
-        sql, ordered, sort_bytes)
-    DecisionTreeClassifier(max_depth=1, max_bins=64).fit(source, target="class")
-    del source.query_table
-    profile_sql, sort_bytes = asked[0]
-    assert "ORDER BY hash LIMIT" in profile_sql and sort_bytes >= 200_000 * 8 * 10
 
-    def sample_sort(need):
-        explained = source.query_table(f"EXPLAIN (ANALYZE, FORMAT JSON) {profile_sql}", True, need)
-        plan = explained.column(0)[0].as_py()
-        plan = json.loads(plan) if isinstance(plan, str) else plan
-        return [s["Sort Space Type"] for s in _sorts(plan[0]["Plan"]) if "hash" in " ".join(s["Sort Key"])]
-    assert sample_sort(sort_bytes) == ["Memory"]
+    def plan(sql, need, analyze=False):
+        explained = run(f"EXPLAIN ({'ANALYZE, ' if analyze else ''}FORMAT JSON) {sql}", True, need)
+        tree = explained.column(0)[0].as_py()
+        return (json.loads(tree) if isinstance(tree, str) else tree)[0]["Plan"]
+
+    def recorded(sql, ordered=False, work_bytes=0):
+        asked.append((sql, work_bytes))
+        if "WHERE node IN" in sql:  # a level below the root, while its node table exists
+            level_plans.append((work_bytes, [a["Strategy"] for a in _plan_nodes(plan(sql, work_bytes), "Aggregate")]))
+        return run(sql, ordered, work_bytes)
+    source.query_table = recorded
+    DecisionTreeClassifier(max_depth=4, max_bins=64).fit(source, target="class")
+    del source.query_table
+    profile_sql, work_bytes = asked[0]
+    assert "ORDER BY hash LIMIT" in profile_sql and work_bytes >= 200_000 * 8 * 10
+    sample_sort = lambda need: [s["Sort Space Type"] for s in _plan_nodes(plan(profile_sql, need, True), "Sort")  # noqa
+                                if "hash" in " ".join(s["Sort Key"])]
+    assert sample_sort(work_bytes) == ["Memory"]
     assert sample_sort(0) == ["Disk"]  # what the query asks for is what keeps it in memory
+    # a level's groups, hashed: room for the planner's guess of the routing CASE's values (PostgreSQL sorted
+    # every row of a 10M-row level at its default 4 MB, which this small table cannot show)
+    assert len(level_plans) == 3 and all(need > 4 << 20 and how == ["Hashed"] for need, how in level_plans)
     setting = lambda need: source.query_table("SELECT current_setting('work_mem') AS w", False, need)  # noqa: E731
-    default = setting(0).column(0)[0].as_py()
-    assert default == "4MB"  # the project's server keeps PostgreSQL's default
+    assert setting(0).column(0)[0].as_py() == "64kB"
     assert setting(100 << 20).column(0)[0].as_py() == "100MB"
-    assert setting(1 << 20).column(0)[0].as_py() == "4MB"  # never lowered
-    assert setting(64 << 30).column(0)[0].as_py() == "1GB"  # capped
-    assert setting(0).column(0)[0].as_py() == default  # for one query only
+    assert setting(64 << 30).column(0)[0].as_py() == "256MB"  # capped
+    assert setting(0).column(0)[0].as_py() == "64kB"  # for one query only
+    source = session("512MB")
+    assert setting(1 << 20).column(0)[0].as_py() == "512MB"  # never lowered
