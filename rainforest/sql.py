@@ -119,7 +119,16 @@ def numeric_sql(column: str, typ: pa.DataType, d: Dialect) -> str:
 
 def slot_sql(x: str, cuts: np.ndarray, d: Dialect) -> str:
     """``searchsorted(cuts, x, 'left')`` (the number of cuts below ``x``) as a binary search of
-    nested ``CASE`` expressions: text linear in the cuts, ``log2`` comparisons per row."""
+    nested ``CASE`` expressions: text linear in the cuts, ``log2`` comparisons per row.
+
+    PostgreSQL has that search in C: ``width_bucket(v, bounds)`` counts the bounds ``<= v``, so over
+    the negated cuts, ascending, it counts the cuts ``>= x``, and the slot is the rest (negation is
+    exact). Its interpreter took about 1.3 µs a row for four binned columns' nested ``CASE`` (the
+    root's node table of 10M rows: 11.4 s)."""
+    if d.name == "postgres" and len(cuts):
+        bounds = ",".join(repr(-float(c)) for c in cuts[::-1])
+        return f"({len(cuts)} - width_bucket(-({x}), CAST('{{{bounds}}}' AS {d.double}[])))"
+
     def search(lo: int, hi: int) -> str:  # the slot lies in [lo, hi]
         if lo == hi:
             return str(lo)

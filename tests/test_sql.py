@@ -429,3 +429,31 @@ def test_postgres_literals_do_not_depend_on_standard_conforming_strings(pg, tran
             got = [r[0] for r in conn.execute(f"SELECT {ref.tree_.to_sql('postgres')} FROM backslashes").fetchall()]
         np.testing.assert_array_equal(np.array(got), expected)
     assert "E'back\\\\'" in ref.tree_.to_sql("postgres")  # the tree splits on the category with a backslash
+
+
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_bin_in_sql_is_the_kernels_bin(engine, request):
+    """A value's bin written as SQL (nested CASE on DuckDB, width_bucket over the negated cuts on
+    PostgreSQL) is ``searchsorted(cuts, x, 'left')``, as the Numba encoders take it: values equal to a cut,
+    between, beyond both ends, signed zeros, tiny and huge magnitudes."""
+    from rainforest.sql import dialect_of, slot_sql
+
+    cuts = np.array([-1e300, -2.5, -1e-300, 0.0, 5e-324, 0.5, 3.0, 1e300])
+    x = np.concatenate([cuts, np.nextafter(cuts, np.inf), np.nextafter(cuts, -np.inf),
+                        [-np.inf, np.inf, -0.0, 2.0, -7.0, 1e308, -1e308]])
+    want = np.searchsorted(cuts, x, "left")
+    for n in (len(cuts), 1):  # and a single cut
+        sql = "SELECT i, " + slot_sql("x", cuts[:n], dialect_of(engine)) + " AS slot FROM t ORDER BY i"
+        if engine == "duckdb":
+            con = duckdb.connect()
+            con.register("t", pa.table({"i": np.arange(len(x)), "x": x}))
+            got = con.sql(sql).fetchnumpy()["slot"]
+        else:
+            import psycopg
+            with psycopg.connect(request.getfixturevalue("postgres_url")) as conn:
+                conn.execute("CREATE TEMPORARY TABLE t (i integer, x double precision)")
+                with conn.cursor().copy("COPY t (i, x) FROM STDIN") as copy:
+                    for i, v in enumerate(x):
+                        copy.write_row((i, float(v)))
+                got = np.array([r[1] for r in conn.execute(sql).fetchall()])
+        np.testing.assert_array_equal(got, np.searchsorted(cuts[:n], x, "left") if n == 1 else want)
