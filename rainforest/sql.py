@@ -123,8 +123,8 @@ def slot_sql(x: str, cuts: np.ndarray, d: Dialect) -> str:
 
     PostgreSQL has that search in C: ``width_bucket(v, bounds)`` counts the bounds ``<= v``, so over
     the negated cuts, ascending, it counts the cuts ``>= x``, and the slot is the rest (negation is
-    exact). Its interpreter took about 1.3 µs a row for four binned columns' nested ``CASE`` (the
-    root's node table of 10M rows: 11.4 s)."""
+    exact). Encoding 10M rows with four binned columns took its interpreter 16.8 s with nested
+    ``CASE``, 7.9 s with ``width_bucket`` (one process)."""
     if d.name == "postgres" and len(cuts):
         bounds = ",".join(repr(-float(c)) for c in cuts[::-1])
         return f"({len(cuts)} - width_bucket(-({x}), CAST('{{{bounds}}}' AS {d.double}[])))"
