@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -172,19 +171,6 @@ def _cross_check(rows, n) -> None:
 
 # ---------------------------------------------------------------------------
 # report
-
-
-def _pooled(runs: list) -> dict:
-    """One row from a contender's rounds: the median of all their timed runs, the highest peak RSS;
-    a failed round makes the row that round's."""
-    failed = [r for r in runs if not _ok(r)]
-    if failed:
-        return {**failed[0], "rounds": len(runs)}
-    times = [t for r in runs for t in r["all_seconds"]]
-    return {**runs[-1], "seconds": statistics.median(times), "all_seconds": times,
-            "round_seconds": [r["seconds"] for r in runs],
-            "peak_rss_mb": max((r["peak_rss_mb"] for r in runs if r.get("peak_rss_mb") is not None), default=None),
-            "rounds": len(runs)}
 
 
 def _round_ratios(runs: dict, name: str) -> list | None:
@@ -402,7 +388,7 @@ def main(argv=None) -> int:
                       f"passes={row.get('passes')} peak_rss={_fmt(row.get('peak_rss_mb'), '.0f')} MB "
                       f"acc={_fmt(row.get('test_accuracy'), '.4f')}", flush=True)
         for name in contenders:
-            rows.append({"rows": n, **_pooled(runs[name])})
+            rows.append({"rows": n, **harness.pooled_rounds(runs[name])})
         _cross_check(rows, n)
         for row in rows[-len(contenders):]:
             row["round_ratios"] = _round_ratios(runs, row["name"])

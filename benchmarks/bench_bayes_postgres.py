@@ -26,9 +26,7 @@ Writes ``<out>.md``, ``<out>.json`` and ``<out>.png`` (default ``benchmarks/resu
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import subprocess
+import json
 import sys
 import time
 from pathlib import Path
@@ -120,17 +118,6 @@ def _ok(r) -> bool:
     return r.get("status") == "ok" and r.get("seconds") is not None
 
 
-def _pooled(runs: list) -> dict:
-    """One row from a contender's rounds: the median of all their timed runs (a failed round's row if any)."""
-    failed = [r for r in runs if not _ok(r)]
-    if failed:
-        return {**failed[0], "rounds": len(runs)}
-    times = [t for r in runs for t in r["all_seconds"]]
-    return {**runs[-1], "seconds": statistics.median(times), "all_seconds": times,
-            "round_seconds": [r["seconds"] for r in runs], "rounds": len(runs),
-            "peak_rss_mb": max((r["peak_rss_mb"] for r in runs if r.get("peak_rss_mb") is not None), default=None)}
-
-
 def _ratio(rows, r, floor: str):
     base = next((b["seconds"] for b in rows if b["rows"] == r["rows"] and b["name"] == floor and _ok(b)), None)
     return r["seconds"] / base if _ok(r) and base else None
@@ -197,18 +184,6 @@ def draw_plot(axes, rows, info) -> str:
 # parent
 
 
-def _run_loader(url: str, train: Path, timeout: float) -> dict:
-    """The loader child (a lean parent keeps the contenders' peak RSS their own): its JSON row."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--load", url, "--train", str(train)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout"}
-    if proc.returncode:
-        print(proc.stderr[-2000:], flush=True)
-    return harness.last_json(proc.stdout) or {"status": f"failed: exit code {proc.returncode}"}
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -226,8 +201,9 @@ def main(argv=None) -> int:
     code = harness.internal_mode(args, lambda: _child(args), "seconds")
     if code is not None:
         return code
-    if args.load:
-        return harness.child("loader", lambda: _load(args.load, args.train), "load_seconds")
+    if args.load:  # the loader child (a lean parent keeps the contenders' peak RSS their own): one JSON line
+        print(json.dumps(_load(args.load, args.train)), flush=True)
+        return 0
     contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
     sizes = sorted(set(harness.parse_ints(args.rows, "row count", args.files)))
     sys.path.insert(0, str(harness.ROOT / "scripts"))
@@ -240,7 +216,8 @@ def main(argv=None) -> int:
             harness.prepare_data(__file__, data_dir, harness.data_meta(n, args.files, args.function, TEST_ROWS, 1))
             train, test = data_dir / "train", data_dir / "test"
             print(f"loading {n:,} rows into {server.url} ...", flush=True)
-            load = _run_loader(server.url, train, args.timeout)
+            load = harness.run_helper(__file__, "loader", ["--load", server.url, "--train", str(train)],
+                                      args.timeout)
             if load.get("status") != "ok":
                 raise SystemExit(f"loading failed: {load.get('status')}")
             data.append({"rows": n, "train": harness.shown(train), "load_seconds": load["load_seconds"],
@@ -253,7 +230,7 @@ def main(argv=None) -> int:
                     row = harness.run_contender(__file__, name, child_args, args.timeout, "seconds")
                     runs[name].append(row)
                     print(f"  round {turn + 1}, {name}: {row['status']} {fmt(row.get('seconds'), '.3f')} s", flush=True)
-            rows += [{"rows": n, **_pooled(runs[name])} for name in contenders]
+            rows += [{"rows": n, **harness.pooled_rounds(runs[name])} for name in contenders]
 
     info = {**harness.run_info(PACKAGES), "function": args.function, "repeats": args.repeats, "rounds": args.rounds,
             "data": data, "target_ratio": TARGET_RATIO}

@@ -44,7 +44,6 @@ import json
 import logging
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -652,28 +651,10 @@ def _not_run(rows: list, name: str, part: str, data: dict, why: str) -> None:
                  "passes": None, "test_accuracy": None, "peak_rss_mb": None})
 
 
-def _run_helper(what: str, child_args: list, timeout: float) -> dict:
-    """Run this script with ``child_args`` (loader, builder); its last JSON line, with ``status``."""
-    cmd = [sys.executable, os.path.abspath(__file__), *child_args]
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout"}
-    out = next((json.loads(ln) for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
-    if proc.returncode != 0 or out is None:
-        tail = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        print(f"  [{what} stderr]\n" + "\n".join("    " + ln for ln in tail[-15:]), flush=True)
-        return {"status": f"failed: exit code {proc.returncode}" + (f": {tail[-1][:200]}" if tail else "")}
-    out["status"] = "ok"
-    out["child_wall_seconds"] = time.perf_counter() - t0
-    return out
-
-
 def _run_builder(data: dict, args) -> dict:
     database = str(Path(data["train_path"]).parent / f"{TABLE}.duckdb")
     print(f"DuckDB database {database} ...", flush=True)
-    built = _run_helper("builder", ["--build-duckdb", database, "--train", data["train_path"]], args.timeout)
+    built = harness.run_helper(__file__, "builder", ["--build-duckdb", database, "--train", data["train_path"]], args.timeout)
     if built["status"] == "ok":
         built["shown"] = harness.shown(Path(database))
         print("  reused (matching row count)" if built["reused"] else
@@ -697,7 +678,7 @@ def _postgres_part(args, pg: list, data: dict, rows: list):
     with PostgresServer() as server:
         start = time.perf_counter() - t0
         print(f"  {server.url} in {start:.1f} s; loading {data['rows']:,} rows ...", flush=True)
-        load = _run_helper("loader", ["--load", server.url, "--train", data["train_path"],
+        load = harness.run_helper(__file__, "loader", ["--load", server.url, "--train", data["train_path"],
                                       "--function", str(args.function)], args.timeout)
         load["server_start_seconds"] = start
         if load["status"] != "ok":

@@ -55,6 +55,19 @@ def timed_median(repeats: int, run, seconds: float | None = None) -> tuple[float
     return statistics.median(times), times, out
 
 
+def pooled_rounds(runs: list) -> dict:
+    """One row from a contender's rounds (each a child's row with ``seconds`` and ``all_seconds``): the
+    median of all their timed runs, the highest peak RSS; a failed round makes the row that round's."""
+    failed = [r for r in runs if r.get("status") != "ok" or r.get("seconds") is None]
+    if failed:
+        return {**failed[0], "rounds": len(runs)}
+    times = [t for r in runs for t in r["all_seconds"]]
+    return {**runs[-1], "seconds": statistics.median(times), "all_seconds": times,
+            "round_seconds": [r["seconds"] for r in runs],
+            "peak_rss_mb": max((r["peak_rss_mb"] for r in runs if r.get("peak_rss_mb") is not None), default=None),
+            "rounds": len(runs)}
+
+
 def status_kb(pid, key: str):
     """Field ``key`` (e.g. ``"VmHWM:"``) of ``/proc/<pid>/status`` (``pid`` may be ``"self"``), in kB;
     None off Linux or when the process is gone."""
@@ -391,6 +404,25 @@ def run_compared(script, contenders, child_args, timeout: float, time_key: str, 
 
 # ---------------------------------------------------------------------------
 # report
+
+
+def run_helper(script, what: str, child_args: list, timeout: float) -> dict:
+    """Run ``script`` with ``child_args`` (a helper child: a loader, a builder); its last JSON line, with
+    ``status`` and ``child_wall_seconds``."""
+    cmd = [sys.executable, os.path.abspath(script), *child_args]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout"}
+    out = next((json.loads(ln) for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
+    if proc.returncode != 0 or out is None:
+        tail = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        print(f"  [{what} stderr]\n" + "\n".join("    " + ln for ln in tail[-15:]), flush=True)
+        return {"status": f"failed: exit code {proc.returncode}" + (f": {tail[-1][:200]}" if tail else "")}
+    out["status"] = "ok"
+    out["child_wall_seconds"] = time.perf_counter() - t0
+    return out
 
 
 def warm_page_cache(folder: Path) -> float:
