@@ -212,6 +212,7 @@ def profile_query(task, relation) -> AggregateQuery:
     keys = [f"a{j}" for j in range(len(names))]
     b = int(task.max_bins)
     ctes, source = [], f"(SELECT {', '.join(enc)} FROM {relation.from_sql}{counted}) AS e"
+    work_bytes = 0  # the sample's sort, when there is one
     if sampled:
         steps = row_hash_sql("rid", task.seed, d.xor, ("h1", "h2"))
         hashed = f"(SELECT {', '.join(enc)}, {relation.row_id} AS rid FROM {relation.from_sql}{counted}{d.fence}) AS e"
@@ -292,7 +293,7 @@ def profile_query(task, relation) -> AggregateQuery:
         # the other parts' types decide those of lo and hi (PostgreSQL)
         sql += (f" UNION ALL SELECT 2, NULL, NULL, {', '.join('NULL' for _ in keys)}, count(*), NULL, NULL, NULL, 0, "
                 f"NULL, NULL, NULL, NULL, NULL, NULL, 0 FROM {relation.from_sql}")
-    query = AggregateQuery(sql, None, row_id=row_id, work_bytes=work_bytes if sampled else 0)
+    query = AggregateQuery(sql, None, row_id=row_id, work_bytes=work_bytes)
 
     def finish(table: pa.Table):
         p = Profile(columns={c: ColumnProfile(task.kinds[c]) for c in names})
