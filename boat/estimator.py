@@ -21,7 +21,7 @@ from rainforest.inputs import to_source
 from rainforest.profile import ProfileTask
 from rainforest.schema import CATEGORICAL, Attribute, Schema
 from rainforest.threads import numba_threads
-from rainforest.tree_setup import grow_params
+from rainforest.tree_setup import grow_params, value_key_cap
 
 from . import coarse as coarse_mod
 from .assemble import nodes_to_tree
@@ -182,18 +182,23 @@ class BoatClassifier(Classifier):
                 raise DataError(f"BOAT writes its node files in this process; the rows of {source.description} stay "
                                 f"where they are (use DecisionTreeClassifier, or {hint})")
             self.close()
-            self._fit_source(source, run.kinds, run.data.target, parse_bytes(self.memory_budget), None)
+            self._fit_source(source, run.kinds, run.data.target, parse_bytes(self.memory_budget), None,
+                             value_key_cap(self, run.data))
             run.classes = self._state["schema"].label.classes
         return self
 
-    def _fit_source(self, source, kinds: dict, target: str, budget: int, file_schema) -> None:
+    def _fit_source(self, source, kinds: dict, target: str, budget: int, file_schema, key_cap: int | None) -> None:
+        """The two passes and the finish over ``source``.  A numeric column with more than ``key_cap``
+        distinct values is keyed (:mod:`rainforest.value_keys`), as in ``DecisionTreeClassifier(max_bins=None)``:
+        the profile does not hold its millions of values, and the finish's subtrees count it in bins."""
         work = self._new_work_folder()
         finalizer = weakref.finalize(self, shutil.rmtree, work, True)
         try:
             columns = list(kinds) + [target]
             batch_size = self.batch_size or 65536
             with numba_threads(self.n_jobs):
-                ptask = ProfileTask(kinds, target, None, source.description, exact=True, max_bins=0)
+                ptask = ProfileTask(kinds, target, None, source.description, exact=True, max_bins=0,
+                                    seed=int(self.random_state or 0), key_cap=key_cap)
                 stask = SampledProfileTask(ptask, columns, int(self.sample_size), int(self.random_state or 0))
                 state = source.run_pass(stask, columns, batch_size)
                 schema = ptask.schema(state.profile)
@@ -214,7 +219,7 @@ class BoatClassifier(Classifier):
                 self._state = {"work": work, "schema": schema, "profile": state.profile, "coarse": coarse,
                                "stats": stats, "files": files, "finisher": finisher, "kinds": kinds,
                                "target": target, "columns": columns, "n_rows": n_rows, "budget": budget,
-                               "file_schema": file_schema, "offsets": offsets}
+                               "file_schema": file_schema, "offsets": offsets, "key_cap": key_cap}
                 self._finish()
         except BaseException:
             finalizer()
@@ -369,7 +374,7 @@ class BoatClassifier(Classifier):
         if "inserted" in counts:
             attrs = []
             for a in s["schema"].attributes:
-                if a.kind != CATEGORICAL:
+                if a.kind != CATEGORICAL and a.keys is None:  # a keyed column has no values to add to
                     new = counts["inserted"].columns[a.name].distinct_values()
                     a = Attribute(a.name, a.kind, exact=True, cuts=np.union1d(a.cuts, new))
                 attrs.append(a)
@@ -421,7 +426,7 @@ class BoatClassifier(Classifier):
         from rainforest.storage import ParquetSource
         parts = [ParquetSource(paths, partitioning=None)] + ([inserted] if inserted is not None else [])
         self._fit_source(FamilySource(parts=parts, name="the BOAT work folder and the inserted rows"), s["kinds"],
-                         s["target"], s["budget"], s["file_schema"])
+                         s["target"], s["budget"], s["file_schema"], s["key_cap"])
         self.n_rebuilt_subtrees_ += 1
 
     # -- prediction and persistence (the equivalent exact tree estimator's) -------------------

@@ -50,9 +50,10 @@ def value_key_cap(est, data) -> int | None:
     classifier, unit weights (no weight column, no ``class_weight``: other weights' sums depend on
     their order, so those trees count one slot per value), rows that a level reads again cheaply
     (``algorithm`` ``"hybrid"`` or ``"write"``; not SQL rows kept in the database).  Else None: every
-    distinct value is kept, as the one-slot-per-value counting needs."""
+    distinct value is kept, as the one-slot-per-value counting needs.  ``est`` without ``max_bins``
+    (BOAT, whose subtrees are always exact) counts as exact."""
     source = data.source
-    if est.max_bins is not None or getattr(est, "_regression", False) or data.weight is not None \
+    if getattr(est, "max_bins", None) is not None or getattr(est, "_regression", False) or data.weight is not None \
             or getattr(est, "class_weight", None) is not None \
             or getattr(est, "algorithm", "hybrid") not in ("hybrid", "write") \
             or (getattr(source, "transfer_mode", None) is not None and getattr(source, "distributed", False)) \

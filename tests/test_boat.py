@@ -10,6 +10,7 @@ import pytest
 
 import rainforest.boat.coarse as boat_coarse
 from rainforest.boat import BoatClassifier
+from keyed_growth import count_one_slot_per_value, key_at_small_cap
 from oracle import compare_with_sklearn
 from rainforest import DecisionTreeClassifier, load
 from rainforest.datasets import agrawal_table
@@ -146,6 +147,43 @@ def test_update_equals_rebuild(kind):
                 data = pa.concat_tables([data, ins])
             assert clf.tree_.to_dict() == _exact(data).to_dict()
             assert clf.n_passes_ == 2 * ((ins is not None) + (dele is not None))
+
+
+def test_keyed_columns_leave_the_profile_and_keep_the_tree(monkeypatch):
+    """A numeric column past ``tree_setup.KEY_CAP`` distinct values is keyed, as in exact
+    DecisionTreeClassifier: BOAT's profile keeps none of its values (at 100M Agrawal rows, 97.5M in
+    ``salary`` alone), its rows are encoded as keys, and the fit and every update give the tree of one
+    slot per value, inserted values beyond the sample's range included."""
+    rng = np.random.default_rng(4)
+    data = agrawal_table(8000, function=7, seed=41)
+    more = agrawal_table(3000, function=7, seed=41, start=8000)
+    far = more.column("salary").to_numpy().copy()
+    far[:40] = far[:40] * 10.0  # far beyond every key bin's range
+    more = more.set_column(more.schema.get_field_index("salary"), "salary", pa.array(far))
+
+    def reference(t):
+        with monkeypatch.context() as m:
+            count_one_slot_per_value(m)
+            return _exact(t).to_dict()
+
+    calls = key_at_small_cap(monkeypatch)
+    with BoatClassifier(**FAST).fit(data, target="class") as clf:
+        profile, schema = clf._state["profile"], clf._state["schema"]
+        keyed = [a.name for a in schema.attributes if a.keys is not None]
+        assert {"salary", "commission", "loan", "hvalue"} <= set(keyed) and calls
+        assert all(profile.columns[name].distinct is None for name in keyed)
+        assert clf.n_passes_ == 2 and clf.n_coarse_nodes_ >= 1
+        assert clf.tree_.to_dict() == reference(data)
+        for step in range(4):
+            ins = more.slice(120 * step, 120) if step < 3 else None  # the first holds the far values
+            dele = data.take(pa.array(rng.choice(data.num_rows, 100, replace=False))) if step > 0 else None
+            clf.update(inserted=ins, deleted=dele)
+            if dele is not None:
+                gone = {tuple(r.values()) for r in dele.to_pylist()}
+                data = data.filter(pa.array([tuple(r.values()) not in gone for r in data.to_pylist()]))
+            if ins is not None:
+                data = pa.concat_tables([data, ins])
+            assert clf.tree_.to_dict() == reference(data)
 
 
 def test_update_rejects_rows_not_in_the_data():

@@ -4,18 +4,15 @@ key, and growth counts it in the keys' bins and gathers the candidate bins' keys
 ones counting a slot per distinct value builds, JSON for JSON, on every road the rows take."""
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from conftest import dataset_path
-from rainforest import (DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier, plan, rows,
-                        tree_setup)
+from keyed_growth import count_one_slot_per_value, key_at_small_cap
+from rainforest import DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier, plan
 from rainforest.count_bins import counted_slot, counted_slots
-from rainforest.grow import GrowParams
 from rainforest.profile import ProfileTask
 from rainforest.schema import NUMERIC
 from rainforest.storage import DaskSource, DuckDBSource, ParquetSource
@@ -90,20 +87,6 @@ def test_a_profile_keeps_no_more_distinct_values_than_its_cap():
     assert x.n_slots == KEY_MISSING and counted_slots(schema).keyed.tolist() == [True, False]
 
 
-def _keyed(monkeypatch, cap=16):
-    """Growth with a small KEY_CAP: every column with more than ``cap`` distinct values is keyed; the
-    keys computed are counted, so a test sees that the road it takes is the keyed one."""
-    monkeypatch.setattr(tree_setup, "KEY_CAP", cap)
-    calls = []
-    original = rows.key_slots
-    monkeypatch.setattr(rows, "key_slots", lambda x, out: calls.append(len(x)) or original(x, out))
-    return calls
-
-
-def _one_slot_per_value(monkeypatch):
-    monkeypatch.setattr(tree_setup, "GrowParams", functools.partial(GrowParams, exact_bins=0))
-
-
 CASES = {
     "magic-gini-kept": ("magic", dict(max_depth=8), None),
     "magic-entropy-spilled": ("magic", dict(max_depth=8, criterion="entropy", memory_budget="1500KB"), None),
@@ -125,10 +108,10 @@ def test_keyed_columns_give_the_tree_of_one_slot_per_value(case, monkeypatch):
             col[rng.random(len(col)) < 0.07] = np.nan
             table = table.set_column(table.schema.get_field_index(name), name, pa.array(col, from_pandas=True))
     with monkeypatch.context() as m:
-        _one_slot_per_value(m)
+        count_one_slot_per_value(m)
         dense = DecisionTreeClassifier(max_bins=None, **params).fit(table, target="class")
     with monkeypatch.context() as m:
-        calls = _keyed(m)
+        calls = key_at_small_cap(m)
         keyed = DecisionTreeClassifier(max_bins=None, **params).fit(table, target="class")
     assert calls and keyed.grow_stats_.binned_attributes > 0 and keyed.grow_stats_.candidate_reads > 0
     assert keyed.tree_.node_count > 50
@@ -149,10 +132,10 @@ def test_unique_floats_at_a_budget_below_their_distinct_values(monkeypatch):
     y = ((x > 150.0) ^ (z < 0.3) ^ (rng.random(n) < 0.1)).astype(np.int64)
     table = pa.table({"x": x, "z": z, "class": y})
     with monkeypatch.context() as m:
-        _one_slot_per_value(m)
+        count_one_slot_per_value(m)
         want = DecisionTreeClassifier(max_bins=None, max_depth=8).fit(table, target="class")
     with monkeypatch.context() as m:
-        calls = _keyed(m, cap=1000)
+        calls = key_at_small_cap(m, cap=1000)
         got = DecisionTreeClassifier(max_bins=None, max_depth=8, memory_budget="700KB").fit(table, target="class")
     assert 700_000 < n * 8 and calls  # the budget: less than the distinct values of one column
     assert got.grow_stats_.spill_reads > 0
@@ -162,7 +145,7 @@ def test_unique_floats_at_a_budget_below_their_distinct_values(monkeypatch):
 def test_weights_regressors_and_forests_keep_their_distinct_values(monkeypatch):
     """Keys serve the fits counted in bins: where a slot per value is counted (fractional weights,
     class weights, a regressor), or by the other learners, the profile keeps every value."""
-    calls = _keyed(monkeypatch)
+    calls = key_at_small_cap(monkeypatch)
     table = pq.read_table(dataset_path("magic"))
     DecisionTreeClassifier(max_bins=None, max_depth=4, class_weight="balanced").fit(table, target="class")
     DecisionTreeClassifier(max_bins=None, max_depth=4, algorithm="read").fit(table, target="class")
@@ -178,9 +161,9 @@ def test_dask_and_duckdb_sources_key_as_parquet_does(magic_files, monkeypatch):
     dd = pytest.importorskip("dask.dataframe")
     params = dict(max_bins=None, max_depth=6)
     with monkeypatch.context() as m:
-        _one_slot_per_value(m)
+        count_one_slot_per_value(m)
         want = DecisionTreeClassifier(**params).fit(ParquetSource(magic_files), target="class")
-    calls = _keyed(monkeypatch)
+    calls = key_at_small_cap(monkeypatch)
     parquet = DecisionTreeClassifier(**params).fit(ParquetSource(magic_files), target="class")
     dask = DecisionTreeClassifier(**params).fit(DaskSource(dd.read_parquet(magic_files)), target="class")
     duck = DecisionTreeClassifier(**params).fit(DuckDBSource(parquet=f"{magic_files}/*.parquet", transfer="rows"),
