@@ -88,6 +88,12 @@ class Finisher:
             k, node = queue.pop(0)
             if self._pre_leaf(node, int(self.coarse.depth[k]), max_depth, min_weight_leaf):
                 continue
+            n_held = int(self.files.n_rows[k]) + sum(t.num_rows for t in extras.get(k, []))
+            if n_held > self.held_rows_room():
+                report.failures.append((k, f"its interval holds {n_held:,} rows, more than half the memory budget "
+                                        f"holds ({self.held_rows_room():,}); RainForest grows its subtree instead"))
+                _graft(node, self._subtree(k, extras, n_total, report, failed=True))
+                continue
             held = self._held(k, extras)
             f = int(self.coarse.feature[k])
             X = self.schema.encode(held) if held is not None else np.empty((0, len(self.schema.attributes)))
@@ -102,9 +108,7 @@ class Finisher:
             if isinstance(split, str) or not self._consistent(k, split, X):
                 report.failures.append((k, split if isinstance(split, str) else "the exact split routes "
                                         "differently from the coarse criterion"))
-                sub = self._subtree(k, extras, n_total, report, failed=True)
-                node.feature, node.threshold, node.missing_branch = sub.feature, sub.threshold, sub.missing_branch
-                node.cat_branch, node.children = sub.cat_branch, sub.children
+                _graft(node, self._subtree(k, extras, n_total, report, failed=True))
                 continue
             report.verified += 1
             child_imp, keep = split_outcome(node.impurity, split.child_value, crit, float(n_total),
@@ -128,11 +132,15 @@ class Finisher:
                 if self.coarse.feature[c] >= 0:
                     queue.append((c, child))
                 else:
-                    sub = self._subtree(c, extras, n_total, report, failed=False)
-                    child.feature, child.threshold, child.missing_branch = sub.feature, sub.threshold, \
-                        sub.missing_branch
-                    child.cat_branch, child.children = sub.cat_branch, sub.children
+                    _graft(child, self._subtree(c, extras, n_total, report, failed=False))
         return root, report
+
+    def held_rows_room(self) -> int:
+        """Interval rows a coarse node may hold in memory to be verified: their table (8 bytes a column)
+        and the two float64 matrices the check routes (the encoding, and ``route_rows``' row-major copy) in
+        half the budget.  A node holding more (at 100M Agrawal F1 rows, one held 24.6M) is finished as a
+        failed one is, by RainForest from the work folder within the budget: the same exact subtree."""
+        return self.budget // 2 // (8 * len(self.columns) + 16 * len(self.schema.attributes))
 
     def _pre_leaf(self, node: Node, depth: int, max_depth, min_weight_leaf: float) -> bool:
         """:func:`rainforest.rules.pre_leaf` of a node of the tree being finished."""
@@ -197,3 +205,9 @@ class Finisher:
         else:
             report.regrown += 1
         return node
+
+
+def _graft(node: Node, sub: Node) -> None:
+    """``node`` takes the split and children of ``sub``, the subtree RainForest grew in its place."""
+    node.feature, node.threshold, node.missing_branch = sub.feature, sub.threshold, sub.missing_branch
+    node.cat_branch, node.children = sub.cat_branch, sub.children

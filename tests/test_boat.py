@@ -115,6 +115,18 @@ def test_wrong_agreed_interval_is_detected_below_the_root(monkeypatch):
     assert clf.tree_.to_dict() == _exact(t).to_dict()
 
 
+def test_an_interval_too_large_for_the_budget_is_grown_by_rainforest():
+    """Interval rows are verified in memory; a node holding more than half the budget holds (at 100M
+    Agrawal F1 rows one held 24.6M, and BOAT peaked at 10.5 GB) is finished by RainForest from the work
+    folder instead, within the budget: a failure that costs no pass, and the same exact tree."""
+    t = agrawal_table(20000, function=1, seed=5)
+    clf = BoatClassifier(memory_budget="100KB", **FAST).fit(t, target="class")
+    reasons = [reason for _, reason in clf.verification_failures_]
+    assert any("more than half the memory budget holds" in r for r in reasons), reasons
+    assert clf.n_passes_ == 2 and clf.n_rebuilt_subtrees_ >= 1
+    assert clf.tree_.to_dict() == _exact(t).to_dict()
+
+
 def test_gain_ratio_is_refused():
     with pytest.raises(ValueError, match="concave"):
         BoatClassifier(criterion="gain_ratio").fit(agrawal_table(100), target="class")
