@@ -111,6 +111,7 @@ class Finisher:
                 _graft(node, self._subtree(k, extras, n_total, report, failed=True))
                 continue
             report.verified += 1
+            extras.pop(k, None)  # its routed rows are in ``held``, and go on down from here
             child_imp, keep = split_outcome(node.impurity, split.child_value, crit, float(n_total),
                                             self.params.min_impurity_decrease)
             if not keep:
@@ -122,6 +123,7 @@ class Finisher:
                 stop, _ = route_rows(self.coarse, self.schema, self.offsets, stats, X, y, start)
                 for j in np.unique(stop).tolist():
                     extras.setdefault(j, []).append(held.filter(pa.array(stop == j)))
+            held = X = y = None  # routed on: not held while the children's subtrees grow
             for b in range(2):
                 c = int(self.coarse.first_child[k]) + b
                 value = split.child_value[b]
@@ -148,6 +150,7 @@ class Finisher:
                              min_weight_leaf))
 
     def _held(self, k: int, extras: dict) -> pa.Table | None:
+        """Node ``k``'s held rows: its files' and those routed to it."""
         parts = []
         own = self.files.read(k, self.columns)
         if own is not None:
@@ -180,13 +183,14 @@ class Finisher:
     def _subtree(self, k: int, extras: dict, n_total: int, report: FinishReport, failed: bool) -> Node:
         """RainForest's subtree of coarse node ``k`` over its family (cached by the family's content)."""
         members = self.coarse.subtree(k)
-        tables = [t for j in members for t in extras.get(j, []) if t.num_rows]
+        # the family's routed rows are consumed here: not held while later subtrees grow
+        tables = [t for j in members for t in extras.pop(j, []) if t.num_rows]
         digest = hashlib.sha1()
         for t in tables:
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, t.schema) as w:
                 w.write_table(t)
-            digest.update(sink.getvalue().to_pybytes())
+            digest.update(sink.getvalue())  # the buffer itself: no copy
         signature = (tuple((j, int(self.files.version[j])) for j in members), digest.hexdigest())
         hit = self.cache.get(k)
         if hit is not None and hit[0] == signature:
