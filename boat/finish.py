@@ -84,14 +84,15 @@ class Finisher:
         value, n, _, imp = node_totals(total[None, :], len(total), crit)
         root = Node(value.copy(), n, float(imp))
         queue = [(0, root)]
+        room = self.held_rows_room()
         while queue:
             k, node = queue.pop(0)
             if self._pre_leaf(node, int(self.coarse.depth[k]), max_depth, min_weight_leaf):
                 continue
             n_held = int(self.files.n_rows[k]) + sum(t.num_rows for t in extras.get(k, []))
-            if n_held > self.held_rows_room():
+            if n_held > room:
                 report.failures.append((k, f"its interval holds {n_held:,} rows, more than half the memory budget "
-                                        f"holds ({self.held_rows_room():,}); RainForest grows its subtree instead"))
+                                        f"holds ({room:,}); RainForest grows its subtree instead"))
                 _graft(node, self._subtree(k, extras, n_total, report, failed=True))
                 continue
             held = self._held(k, extras)
