@@ -213,19 +213,44 @@ class NodeFiles:
             return None
         return pa.concat_tables([pq.read_table(p, columns=columns) for p in paths])
 
-    def replace(self, k: int, table: pa.Table) -> None:
-        """Node ``k``'s rows become ``table`` (one file, written then renamed; the old files go)."""
-        old = self.files(k)
-        os.makedirs(self.node_dir(k), exist_ok=True)
-        path = os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet")
-        pq.write_table(table, path + ".tmp")
-        os.replace(path + ".tmp", path)
-        for p in old:
-            if p != path:
-                os.unlink(p)
+    def rewrite(self, k: int, keep, columns: list, batch_size: int = 65536) -> tuple[str | None, int]:
+        """Node ``k``'s rows where ``keep(batch)`` is true, streamed batch by batch into a temporary
+        file beside its files (never the whole node in memory): ``(its path, its rows)``, the path None
+        where the node has no file.  :meth:`commit_rewrites` moves it into place, :meth:`discard` drops it."""
+        path = os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet.tmp")
+        writer, n = None, 0
+        try:
+            for p in self.files(k):
+                for batch in pq.ParquetFile(p).iter_batches(batch_size, columns=columns):
+                    part = pa.Table.from_batches([batch]).filter(pa.array(keep(batch)))
+                    if writer is None:
+                        writer = pq.ParquetWriter(path, part.schema)
+                    writer.write_table(part)
+                    n += part.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
+        return (path if writer is not None else None), n
+
+    def commit_rewrites(self, rewritten: dict) -> None:
+        """Each node's rewritten file (``{k: rewrite(k, ...)}``) replaces its files."""
+        for k, (path, n) in rewritten.items():
+            final = path[:-len(".tmp")] if path is not None else None
+            old = self.files(k)
+            if path is not None:
+                os.replace(path, final)
+            for p in old:
+                if p != final:
+                    os.unlink(p)
+            self.n_rows[k] = n
+            self.version[k] += 1
         self._generation += 1
-        self.n_rows[k] = table.num_rows
-        self.version[k] += 1
+
+    def discard(self, rewritten: dict) -> None:
+        """Remove rewritten files not committed (a deletion that failed or was interrupted)."""
+        for path, _ in rewritten.values():
+            if path is not None and os.path.exists(path):
+                os.unlink(path)
 
 
 @dataclass

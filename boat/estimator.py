@@ -8,7 +8,6 @@ import tempfile
 import weakref
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from rainforest.base import Classifier
@@ -26,6 +25,7 @@ from rainforest.tree_setup import grow_params, value_key_cap
 from . import coarse as coarse_mod
 from .assemble import nodes_to_tree
 from .cleanup import CleanupTask, NodeFiles, route_rows, stats_layout
+from .deletion import RowsToDelete
 from .finish import FamilySource, Finisher
 from .sample import SampledProfileTask
 
@@ -399,8 +399,8 @@ class BoatClassifier(Classifier):
         s["files"].commit()
 
     def _delete(self, src) -> None:
-        """Subtract the deleted rows' counts and remove them from their nodes' files (all checked
-        first: a row not in the data is an error and changes nothing)."""
+        """Subtract the deleted rows' counts and remove them from their nodes' files, each streamed into a
+        new file (all checked first: a row not in the data is an error and changes nothing)."""
         s = self._state
         stats = s["stats"].copy()
         per_node: dict[int, list] = {}
@@ -409,13 +409,18 @@ class BoatClassifier(Classifier):
             for k in np.unique(node).tolist():
                 per_node.setdefault(k, []).append(table.filter(pa.array(node == k)))
         files: NodeFiles = s["files"]
-        kept = {}
-        for k, parts in per_node.items():
-            gone = pa.concat_tables(parts)
-            have = files.read(k, s["columns"])
-            kept[k] = _multiset_minus(have, gone, src.description)
-        for k, table in kept.items():
-            files.replace(k, table)
+        rewritten = {}
+        try:
+            for k, parts in per_node.items():
+                rows = RowsToDelete(pa.concat_tables(parts))
+                rewritten[k] = files.rewrite(k, rows.keep, s["columns"])
+                missing = rows.missing_row()
+                if missing is not None:
+                    raise DataError(f"{src.description} deletes a row that is not in the training data: {missing}")
+        except BaseException:
+            files.discard(rewritten)
+            raise
+        files.commit_rewrites(rewritten)
         s["stats"] = stats
 
     def _rebuild(self, inserted) -> None:
@@ -450,24 +455,3 @@ class BoatClassifier(Classifier):
         """Write the model as the exact ``DecisionTreeClassifier``'s JSON: :func:`rainforest.load`
         reads it back as that tree model (BOAT's work folder is not saved)."""
         self._as_tree_estimator().save(path)
-
-
-def _multiset_minus(have: pa.Table | None, gone: pa.Table, where: str) -> pa.Table:
-    """``have`` without one row equal to each row of ``gone`` (a DataError if one is not there)."""
-    if have is None:
-        raise DataError(f"a row of {where} to delete is not in the training data")
-    h = pd.util.hash_pandas_object(have.to_pandas(), index=False).to_numpy()
-    g = pd.util.hash_pandas_object(gone.to_pandas(), index=False).to_numpy()
-    order = np.argsort(h, kind="stable")
-    hs = h[order]
-    drop = np.zeros(len(h), bool)
-    values, counts = np.unique(g, return_counts=True)
-    lo = np.searchsorted(hs, values, "left")
-    hi = np.searchsorted(hs, values, "right")
-    short = np.flatnonzero(hi - lo < counts)
-    if len(short):
-        row = gone.slice(int(np.flatnonzero(g == values[short[0]])[0]), 1).to_pylist()[0]
-        raise DataError(f"{where} deletes a row that is not in the training data: {row}")
-    for a, c in zip(lo.tolist(), counts.tolist()):
-        drop[order[a:a + c]] = True
-    return have.filter(pa.array(~drop))

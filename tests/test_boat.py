@@ -8,7 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import rainforest.boat.cleanup as boat_cleanup
 import rainforest.boat.coarse as boat_coarse
+import rainforest.boat.deletion as boat_deletion
 from rainforest.boat import BoatClassifier
 from keyed_growth import count_one_slot_per_value, key_at_small_cap
 from oracle import compare_with_sklearn
@@ -196,6 +198,31 @@ def test_keyed_columns_leave_the_profile_and_keep_the_tree(monkeypatch):
             if ins is not None:
                 data = pa.concat_tables([data, ins])
             assert clf.tree_.to_dict() == reference(data)
+
+
+def test_deletions_stream_the_node_files(monkeypatch, tmp_path):
+    """A deletion rewrites each node it touches batch by batch (a node of millions of rows is never
+    read whole), and a failed one leaves the files as they were: no temporary file, the same tree."""
+    rewrite, keep = boat_cleanup.NodeFiles.rewrite, boat_deletion.RowsToDelete.keep
+    seen = []
+    monkeypatch.setattr(boat_cleanup.NodeFiles, "rewrite", lambda self, k, kp, cols: rewrite(self, k, kp, cols, 50))
+    monkeypatch.setattr(boat_deletion.RowsToDelete, "keep", lambda self, batch: seen.append(len(batch)) or keep(self, batch))
+    rng = np.random.default_rng(8)
+    data = agrawal_table(8000, function=1, seed=13)
+    with BoatClassifier(spill_dir=str(tmp_path), **FAST).fit(data, target="class") as clf:
+        before = clf.tree_.to_dict()
+        bad = pa.concat_tables([data.slice(0, 3), agrawal_table(1, function=1, seed=999)])
+        with pytest.raises(ValueError, match="not in the training data"):
+            clf.update(deleted=bad)
+        assert clf.tree_.to_dict() == before
+        assert not [f for _, _, names in os.walk(tmp_path) for f in names if f.endswith(".tmp")]
+        seen.clear()
+        gone = rng.choice(data.num_rows, 300, replace=False)
+        clf.update(deleted=data.take(pa.array(gone)))
+        assert max(seen) <= 50 and sum(seen) > 1000  # many small batches
+        keep_rows = np.ones(data.num_rows, bool)
+        keep_rows[gone] = False
+        assert clf.tree_.to_dict() == _exact(data.filter(pa.array(keep_rows))).to_dict()
 
 
 def test_update_rejects_rows_not_in_the_data():
