@@ -138,16 +138,81 @@ def _extreme(m, n, x, sign, direction):
     return m, n
 
 
+@numba.njit(cache=True, inline="always")
+def _merge_extreme(m, n, m2, n2, direction):
+    """The largest (``direction`` 1) or smallest (-1) value and its rows, of two pieces' ``(m, n)`` and
+    ``(m2, n2)``, as :func:`_extreme` adding the second piece's values one by one would give: an unknown
+    extreme (NaN, after a deletion) stays unknown."""
+    if m != m or n2 == 0:
+        return m, n
+    if n == 0 or (m2 - m) * direction > 0:
+        return m2, n2
+    if m2 == m:
+        return m, n + n2
+    return m, n
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def route_and_count_added(X, y, start, pieces, feature, lo, hi, route_offset, route, first_child, edges, kinds,
+                          offsets, counts, vmin, vmax, total, below, above, below_max, below_max_n, above_min,
+                          above_min_n, out_node, out_held):
+    """:func:`route_and_count` of added rows (``sign`` 1), ``pieces`` consecutive pieces of them on threads,
+    each into statistics of its own, then merged in piece order.  Every merge is exact (counts of whole
+    rows, smallest and largest values with their rows), so the statistics are the serial kernel's
+    whatever the pieces; a row's routing never reads them."""
+    n = X.shape[0]
+    size = (n + pieces - 1) // pieces
+    nn, ns, nc = counts.shape
+    c_counts = np.zeros((pieces, nn, ns, nc))
+    c_vmin = np.full((pieces, nn, ns), np.inf)
+    c_vmax = np.full((pieces, nn, ns), -np.inf)
+    c_total = np.zeros((pieces, nn, nc))
+    c_below = np.zeros((pieces, nn, nc))
+    c_above = np.zeros((pieces, nn, nc))
+    c_below_max = np.full((pieces, nn), -np.inf)
+    c_below_max_n = np.zeros((pieces, nn), np.int64)
+    c_above_min = np.full((pieces, nn), np.inf)
+    c_above_min_n = np.zeros((pieces, nn), np.int64)
+    for p in numba.prange(pieces):
+        a, b = min(n, p * size), min(n, (p + 1) * size)
+        route_and_count(X[a:b], y[a:b], start[a:b], 1.0, feature, lo, hi, route_offset, route, first_child, edges,
+                        kinds, offsets, c_counts[p], c_vmin[p], c_vmax[p], c_total[p], c_below[p], c_above[p],
+                        c_below_max[p], c_below_max_n[p], c_above_min[p], c_above_min_n[p], out_node[a:b],
+                        out_held[a:b])
+    for p in range(pieces):
+        counts += c_counts[p]
+        total += c_total[p]
+        below += c_below[p]
+        above += c_above[p]
+        np.minimum(vmin, c_vmin[p], vmin)
+        np.maximum(vmax, c_vmax[p], vmax)
+        for k in range(nn):
+            below_max[k], below_max_n[k] = _merge_extreme(below_max[k], below_max_n[k], c_below_max[p, k],
+                                                          c_below_max_n[p, k], 1.0)
+            above_min[k], above_min_n[k] = _merge_extreme(above_min[k], above_min_n[k], c_above_min[p, k],
+                                                          c_above_min_n[p, k], -1.0)
+
+
+PIECE_ROWS = 16384  # added rows a thread routes at least (below, one thread: the pieces' statistics cost more)
+
+
 def route_rows(coarse: CoarseTree, schema: Schema, offsets: np.ndarray, stats: NodeStats, X: np.ndarray,
-               y: np.ndarray, start: np.ndarray, sign: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`route_and_count` over encoded rows; returns each row's stopping node and held flag."""
+               y: np.ndarray, start: np.ndarray, sign: int = 1, pieces: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`route_and_count` over encoded rows; returns each row's stopping node and held flag.  Added
+    rows are routed in ``pieces`` on threads (:func:`route_and_count_added`; default: one a thread, each of
+    at least :data:`PIECE_ROWS` rows); deleted ones in order, by one."""
     out_node = np.empty(len(y), np.int64)
     out_held = np.empty(len(y), np.bool_)
-    route_and_count(np.ascontiguousarray(X), y, start.astype(np.int64), float(sign), coarse.feature, coarse.lo,
-                    coarse.hi, coarse.route_offset, coarse.route, coarse.first_child, coarse.edges,
-                    schema.kinds.astype(np.int64), offsets, stats.counts, stats.vmin, stats.vmax, stats.total,
-                    stats.below, stats.above, stats.below_max, stats.below_max_n, stats.above_min,
-                    stats.above_min_n, out_node, out_held)
+    X, start, kinds = np.ascontiguousarray(X), start.astype(np.int64), schema.kinds.astype(np.int64)
+    tree = (coarse.feature, coarse.lo, coarse.hi, coarse.route_offset, coarse.route, coarse.first_child, coarse.edges,
+            kinds, offsets, stats.counts, stats.vmin, stats.vmax, stats.total, stats.below, stats.above,
+            stats.below_max, stats.below_max_n, stats.above_min, stats.above_min_n, out_node, out_held)
+    if pieces is None:
+        pieces = min(numba.get_num_threads(), len(y) // PIECE_ROWS)
+    if sign > 0 and pieces > 1:
+        route_and_count_added(X, y, start, pieces, *tree)
+    else:
+        route_and_count(X, y, start, float(sign), *tree)
     return out_node, out_held
 
 

@@ -1,5 +1,6 @@
 """BOAT builds the exact tree (RainForest's exact tree, scikit-learn's) in two passes, repairs what its
 sample got wrong, and keeps the tree exact under insertions and deletions."""
+import dataclasses
 import json
 import os
 
@@ -127,6 +128,33 @@ def test_an_interval_too_large_for_the_budget_is_grown_by_rainforest():
     assert any("more than half the memory budget holds" in r for r in reasons), reasons
     assert clf.n_passes_ == 2 and clf.n_rebuilt_subtrees_ >= 1
     assert clf.tree_.to_dict() == _exact(t).to_dict()
+
+
+def test_added_rows_counted_in_pieces_give_the_serial_statistics():
+    """The cleanup pass routes added rows in pieces on threads, each into statistics of its own, merged
+    after: every count, every bucket's smallest and largest value and the extremes beside each interval
+    (an unknown one, NaN after a deletion, stays unknown) equal the serial kernel's."""
+    t = agrawal_table(30000, function=7, seed=3)
+    with BoatClassifier(**FAST).fit(t, target="class") as clf:
+        s = clf._state
+        coarse, schema, offsets = s["coarse"], s["schema"], s["offsets"]
+        assert clf.n_coarse_nodes_ >= 2
+        X, y = schema.encode(t), schema.label.codes(t.column("class"))
+        results = []
+        for pieces in (1, 2, 7):
+            stats = boat_cleanup.NodeStats.zeros(coarse.n_nodes, int(offsets[-1]), len(schema.label.classes))
+            stats.below_max[0], stats.above_min[1] = np.nan, np.nan  # unknown extremes
+            stats.below_max[1], stats.below_max_n[1] = 1e12, 3  # beyond every value: kept
+            node, held = boat_cleanup.route_rows(coarse, schema, offsets, stats, X, y, np.zeros(len(y), np.int64),
+                                                 pieces=pieces)
+            results.append((stats, node, held))
+    (want, node, held), others = results[0], results[1:]
+    assert held.any() and len(np.unique(node)) > 2
+    for got, n2, h2 in others:
+        np.testing.assert_array_equal(n2, node)
+        np.testing.assert_array_equal(h2, held)
+        for f in dataclasses.fields(want):
+            np.testing.assert_array_equal(getattr(got, f.name), getattr(want, f.name), err_msg=f.name)
 
 
 def test_gain_ratio_is_refused():
