@@ -197,22 +197,23 @@ PIECE_ROWS = 16384  # added rows a thread routes at least (below, one thread: th
 
 
 def route_rows(coarse: CoarseTree, schema: Schema, offsets: np.ndarray, stats: NodeStats, X: np.ndarray,
-               y: np.ndarray, start: np.ndarray, sign: int = 1, pieces: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+               y: np.ndarray, start: np.ndarray, sign: int = 1,
+               pieces: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`route_and_count` over encoded rows; returns each row's stopping node and held flag.  Added
     rows are routed in ``pieces`` on threads (:func:`route_and_count_added`; default: one a thread, each of
     at least :data:`PIECE_ROWS` rows); deleted ones in order, by one."""
     out_node = np.empty(len(y), np.int64)
     out_held = np.empty(len(y), np.bool_)
     X, start, kinds = np.ascontiguousarray(X), start.astype(np.int64), schema.kinds.astype(np.int64)
-    tree = (coarse.feature, coarse.lo, coarse.hi, coarse.route_offset, coarse.route, coarse.first_child, coarse.edges,
+    args = (coarse.feature, coarse.lo, coarse.hi, coarse.route_offset, coarse.route, coarse.first_child, coarse.edges,
             kinds, offsets, stats.counts, stats.vmin, stats.vmax, stats.total, stats.below, stats.above,
             stats.below_max, stats.below_max_n, stats.above_min, stats.above_min_n, out_node, out_held)
     if pieces is None:
         pieces = min(numba.get_num_threads(), len(y) // PIECE_ROWS)
     if sign > 0 and pieces > 1:
-        route_and_count_added(X, y, start, pieces, *tree)
+        route_and_count_added(X, y, start, pieces, *args)
     else:
-        route_and_count(X, y, start, float(sign), *tree)
+        route_and_count(X, y, start, float(sign), *args)
     return out_node, out_held
 
 
