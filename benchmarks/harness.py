@@ -55,10 +55,15 @@ def timed_median(repeats: int, run, seconds: float | None = None) -> tuple[float
     return statistics.median(times), times, out
 
 
+def finished(row: dict, key: str = "seconds") -> bool:
+    """Whether a contender's row ran to the end and has its time ``key``."""
+    return row.get("status") == "ok" and row.get(key) is not None
+
+
 def pooled_rounds(runs: list) -> dict:
     """One row from a contender's rounds (each a child's row with ``seconds`` and ``all_seconds``): the
     median of all their timed runs, the highest peak RSS; a failed round makes the row that round's."""
-    failed = [r for r in runs if r.get("status") != "ok" or r.get("seconds") is None]
+    failed = [r for r in runs if not finished(r)]
     if failed:
         return {**failed[0], "rounds": len(runs)}
     times = [t for r in runs for t in r["all_seconds"]]
