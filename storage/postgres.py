@@ -236,11 +236,10 @@ class PostgresSource(SqlSource):
             cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         if len(sql) > JIT_TEXT_LIMIT:
             cur.execute("SET LOCAL jit = off")
-        if work_bytes:
-            cur.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'work_mem'")  # in kB
+        if work_bytes:  # one round trip: set_config(..., true) is SET LOCAL, made only where work_mem (kB) is lower
             want = -(-min(work_bytes, WORK_MEM_CAP) // 1024)
-            if int(cur.fetchone()[0]) < want:
-                cur.execute(f"SET LOCAL work_mem = '{want}kB'")
+            cur.execute("SELECT set_config('work_mem', %s, true) FROM pg_settings "
+                        "WHERE name = 'work_mem' AND setting::bigint < %s", (f"{want}kB", want))
 
     def query_table(self, sql: str, ordered: bool = False, work_bytes: int = 0) -> pa.Table:
         with self._conn.transaction(), self._cursor() as cur:

@@ -173,14 +173,18 @@ class SqlSource(Source):
             return self.fold(task, list(columns), batch_size, progress)
         if query.reads_source:  # else it reads a temporary table of this fit's
             self.count_pass(columns)
-        state = query.finish(self.query_table(query.sql, ordered=query.row_id, work_bytes=query.work_bytes))
+        state = self._answer(query)
         while query.instead is not None:  # the result asked for another query: a second scan
             query = query.instead
             self.count_pass(columns)
-            state = query.finish(self.query_table(query.sql, ordered=query.row_id, work_bytes=query.work_bytes))
+            state = self._answer(query)
         if progress is not None:
             progress(query.rows)
         return state
+
+    def _answer(self, query):
+        """``query`` run here and its result handed to its ``finish``."""
+        return query.finish(self.query_table(query.sql, ordered=query.row_id, work_bytes=query.work_bytes))
 
     def _warn_streamed(self, task) -> None:
         """Pushing down, a pass that must see rows (a forest's, a boosting round's, BOAT's) streams them out
