@@ -130,3 +130,14 @@ def counted_slot(s, shift, missing, n_counted, base, table):
     if s == missing:
         return n_counted
     return s >> shift if table.shape[0] == 0 else key_bin(s, base, shift, table)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def counted_at(s, a, shift, missing, n_counted, base, table, table_start):
+    """The counted slot of attribute ``a``'s slot ``s`` (:func:`counted_slot`, the
+    arrays of :meth:`CountedSlots.kernel_args`); an attribute counted slot for
+    slot costs one test."""
+    lo, hi = table_start[a], table_start[a + 1]
+    if shift[a] == 0 and lo == hi:
+        return np.uint64(s)
+    return counted_slot(np.uint64(s), shift[a], missing[a], n_counted[a], base[a], table[lo:hi])

@@ -290,13 +290,17 @@ REFINED_SLOTS = 1 << 20  # nodes are refined and searched in chunks of about thi
 
 
 def exact_splits(avc, candidates, values: ValueCounts, offsets, kinds, binned, n_classes, weighted, criterion,
-                 params, min_weight_leaf, lead) -> list:
+                 params, min_weight_leaf, lead, floor: np.ndarray | None = None) -> list:
     """The best split of each node over its binned AVC-group refined with the candidate bins' values
     (:func:`rainforest.exact_bins.refined_splits`): per node ``None`` (no valid split) or ``(score,
     attribute, left_slot, right_slot, inf_threshold, n_branches, branches, block)``: the attribute's
     index in the group, the slots the attribute's own (ranks), ``branches`` and ``block`` over the
     node's refined slots of it (its missing slot last).  Nodes are refined a chunk of about
-    :data:`REFINED_SLOTS` slots at a time, so a deep level's refined groups are never all held."""
+    :data:`REFINED_SLOTS` slots at a time, so a deep level's refined groups are never all held.
+
+    With ``floor`` (per node), a node whose best split scores below it gets ``None`` too: a search over
+    some of a node's attributes (:mod:`rainforest.forest_exact`), whose best cannot win if it does not
+    reach the best boundary split of all of them, and whose boundary's values may not be gathered."""
     k, n_slots = candidates.shape
     per_node = n_slots + np.bincount(values.node, minlength=k)
     ends = np.searchsorted(values.node, np.arange(k + 1))  # each node's first value cell
@@ -306,20 +310,21 @@ def exact_splits(avc, candidates, values: ValueCounts, offsets, kinds, binned, n
         v = slice(ends[first], ends[last])
         part = ValueCounts(values.node[v] - first, values.slot[v], values.value[v], values.counts[v])
         out += _chunk_splits(avc[first:last], candidates[first:last], part, offsets, kinds, binned, n_classes,
-                             weighted, criterion, params, min_weight_leaf, lead)
+                             weighted, criterion, params, min_weight_leaf, lead,
+                             None if floor is None else floor[first:last])
         first = last
     return out
 
 
 def _chunk_splits(avc, candidates, values, offsets, kinds, binned, n_classes, weighted, criterion, params,
-                  min_weight_leaf, lead) -> list:
+                  min_weight_leaf, lead, floor) -> list:
     refined = refine(avc, None, None, offsets, kinds, candidates, values)
     splits = refined_splits(refined, kinds, n_classes, weighted, criterion, params.multiway,
                             float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive, lead)
     out = []
     for k, sp in enumerate(splits):
         a = sp.attribute
-        if a < 0:
+        if a < 0 or (floor is not None and sp.score < floor[k]):
             out.append(None)
             continue
         lo = refined.node_start[k] + refined.node_offsets[k, a]
