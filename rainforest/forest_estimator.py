@@ -36,7 +36,7 @@ from .rows import stores_weights
 from .schema import CATEGORICAL, NUMERIC, Attribute, Schema
 from .threads import numba_threads
 from .tree import Tree
-from .tree_setup import batch_size_for, class_weights, grow_params, profile_pass
+from .tree_setup import batch_size_for, class_weights, grow_params, profile_pass, value_key_cap
 
 __all__ = ["ForestEstimator"]
 
@@ -112,7 +112,7 @@ class ForestEstimator:
             if warm and list(data.features) != list(self.estimators_[0].feature_names[:len(data.features)]):
                 raise DataError("warm_start: the data's feature columns differ from those the forest was grown on")
             batch_size = batch_size_for(self, budget, len(data.features))
-            schema, profile = profile_pass(self, data, run.kinds, batch_size, seed)
+            schema, profile = profile_pass(self, data, run.kinds, batch_size, seed, key_cap=value_key_cap(self, data))
             class_weight = class_weights(getattr(self, "class_weight", None), schema.label.classes,
                                          profile.label_counts, profile.n_rows)
             params = grow_params(self, profile.n_rows, algorithm="hybrid" if self.algorithm == "hybrid" else "read")

@@ -13,8 +13,9 @@ import numpy as np
 from .bootstrap import node_features, poisson_thresholds, seed_keys
 from .criteria import CRITERION_CODES
 from .errors import BudgetError
+from .forest_exact import exact_jobs, forest_counted_slots
 from .forest_kernels import search_jobs, split_children
-from .forest_passes import ForestPass, KeepPass
+from .forest_passes import ForestGather, ForestPass, KeepPass
 from .forest_rows import Columns, data_rows
 from .forest_levels import ForestLevels, InBagGroups, PassCounter
 from .grow import GrowParams, run_levels
@@ -40,6 +41,8 @@ class ForestStats:
     spill_reads: int = 0  # reads of the spill folder (every encoded row, written by the first growth pass)
     spill_bytes: int = 0  # bytes written to it
     spill_bytes_read: int = 0  # bytes read from it
+    candidate_reads: int = 0  # exact mode: reads gathering the rows of candidate bins (forest_exact.py)
+    candidate_rows: int = 0  # the (row, attribute) entries they gathered, over all levels
 
     @property
     def n_passes(self) -> int:
@@ -76,13 +79,14 @@ class Jobs:
         return np.repeat(np.arange(len(self.tree)), np.diff(self.attr_start))
 
     @classmethod
-    def layout(cls, tree, node, cols: list, n_slots: np.ndarray, n_channels: int) -> "Jobs":
+    def layout(cls, tree, node, cols: list, slot_sizes: np.ndarray, n_channels: int) -> "Jobs":
+        """The jobs' AVC layout, attribute ``a`` taking ``slot_sizes[a]`` slots (its missing slot included)."""
         n_jobs = len(tree)
         lens = np.array([len(c) for c in cols], np.int64)
         attr_start = np.zeros(n_jobs + 1, np.int64)
         attr_start[1:] = np.cumsum(lens)
         attrs = np.concatenate(cols).astype(np.int64)
-        sizes = n_slots[attrs] + 1
+        sizes = slot_sizes[attrs]
         job_of_attr = np.repeat(np.arange(n_jobs), lens)
         excl = np.cumsum(sizes) - sizes
         slot_off = excl - excl[attr_start[:-1]][job_of_attr]
@@ -134,7 +138,11 @@ class ForestGrower:
         self.total_weight = np.zeros(n_trees)
         self.min_weight_leaf = np.zeros(n_trees)
         self.stats = ForestStats()
-        local = not getattr(source, "distributed", False)
+        # what the AVC-groups count: exact mode's wide attributes in bins (forest_exact.py); set here, where
+        # the budget and the way the rows are read again are known
+        columns.counted = forest_counted_slots(columns, source, params, budget // 2, spec.max_features)
+        self.exact = bool(columns.counted.binned.any())
+        self.local = local = not getattr(source, "distributed", False)
         room = budget // 4
         self.keep = (params.hybrid and local and n_rows > 0 and n_rows * columns.row_bytes() <= room)
         self.kept: KeptRows | None = None  # every row, one group (forest_rows.data_rows)
@@ -197,7 +205,7 @@ class ForestGrower:
         AVC-groups fit half the budget together."""
         avc_budget = self.budget // 2
         cols = self._draw(frontier)
-        sizes = self.columns.n_slots[cols] + 1
+        sizes = self.columns.counted_sizes[cols]
         cell_channels = self.n_channels + (self.count_channels if len(self.grid) else 0)  # raw and searched cells
         job_bytes = sizes.sum(axis=1) * cell_channels * 8 + sizes.max(axis=1) * 8  # + the search's scratch
         if job_bytes.max() > avc_budget:
@@ -208,7 +216,7 @@ class ForestGrower:
         return cols, list(pack_jobs(job_bytes, avc_budget))
 
     def layout(self, frontier: np.ndarray, cols: np.ndarray) -> Jobs:
-        jobs = Jobs.layout(frontier[:, 0], frontier[:, 1], cols, self.columns.n_slots, self.n_channels)
+        jobs = Jobs.layout(frontier[:, 0], frontier[:, 1], cols, self.columns.counted_sizes, self.n_channels)
         self.stats.peak_avc_bytes = max(self.stats.peak_avc_bytes, jobs.size * 8)
         return jobs
 
@@ -299,18 +307,44 @@ class ForestGrower:
         return out
 
     def count_jobs(self, jobs: Jobs, routing: tuple, base: np.ndarray, level: int) -> tuple[np.ndarray, bool]:
+        task = self._pass(jobs, routing, base, level)
+        state, from_data = self._read(task, f"{len(jobs.tree):,} node(s) of {len(task.trees)} tree(s)", level,
+                                      write=True)
+        return state.counts, from_data
+
+    def gather_jobs(self, jobs: Jobs, candidate: np.ndarray, entries: np.ndarray, routing: tuple, base: np.ndarray,
+                    level: int) -> tuple[tuple, bool]:
+        """The entries of the candidate cells' rows (:class:`rainforest.forest_passes.ForestGather`; ``entries``:
+        how many each job has), read where the level's counts were read."""
+        counting = self._pass(jobs, routing, base, level)
+        counting.trees = np.unique(jobs.tree[entries > 0])  # only the trees with rows to gather are routed
+        totals = None
+        if self.local:  # one state folds the whole read: each tree's entries written at once
+            at = np.searchsorted(counting.trees, jobs.tree[entries > 0])
+            totals = np.bincount(at, entries[entries > 0], len(counting.trees)).astype(np.int64)
+        task = ForestGather(counting, jobs.job_base // self.n_channels, candidate, totals)
+        state, from_data = self._read(task, f"rows of {int((candidate >= 0).sum()):,} candidate bin(s)", level)
+        found = state.joined()
+        if totals is not None and not np.array_equal(state.tree_at, np.cumsum(totals)):
+            raise AssertionError("gathered rows differ from the counts of their candidate bins")
+        return found, from_data
+
+    def _pass(self, jobs: Jobs, routing: tuple, base: np.ndarray, level: int) -> ForestPass:
         job_of_node = np.full(int(base[-1]), -1, np.int32)
         job_of_node[base[jobs.tree] + jobs.node] = np.arange(len(jobs.tree), dtype=np.int32)
-        task = ForestPass(self.columns, level, np.unique(jobs.tree), self.keys1, self.keys2, self.thresholds,
+        return ForestPass(self.columns, level, np.unique(jobs.tree), self.keys1, self.keys2, self.thresholds,
                           base[:-1].copy(), routing, job_of_node, jobs.attr_start, jobs.attrs, jobs.slot_off,
                           jobs.job_base, self.count_channels, jobs.size, grid=self.grid)
-        label = f"{len(jobs.tree):,} node(s) of {len(task.trees)} tree(s)"
+
+    def _read(self, task, label: str, level: int, write: bool = False) -> tuple:
+        """Run ``task`` over the rows kept in memory, the spill folder, the workers' store or the data
+        (the first counting pass, ``write``, fills the spill folder): its state, and whether it read the data."""
         if self.kept is not None:
             meter = PassMeter(f"level {level}, rows kept in memory, {label}", self.verbose, self.kept.size)
             state = task.count(task.new_state(), self.kept.S, self.kept.y, self.kept.w, 0)
             meter(self.kept.size)
             meter.done()
-            return state.counts, False
+            return state, False
         if self.spill is not None and self.spill.generation >= 0:
             meter = PassMeter(f"level {level}, the spilled rows, {label}", self.verbose, self.n_rows)
             state = task.new_state()
@@ -318,35 +352,39 @@ class ForestGrower:
                 state = task.count(state, rows.S, rows.y, rows.w, first)
                 meter(len(rows))
             meter.done()
-            return state.counts, False
-        if self.write and self.spill is None:
+            return state, False
+        counting = getattr(task, "counting", task)
+        if write and self.write and self.spill is None:
             self.spill = Spill(self.params.spill_dir, self.columns.width)
-            task.spill = self.spill.writer(np.zeros(1, np.int64))  # every row to partition 0
+            counting.spill = self.spill.writer(np.zeros(1, np.int64))  # every row to partition 0
         before = self.source.n_passes
         where = "the rows kept on the workers" if self.store is not None and level > 0 else \
             f"pass {before + 1} over the data"
         meter = PassMeter(f"level {level}, {where}, {label}", self.verbose, self.n_rows)
-        task.store = self.store
+        counting.store = self.store
         state = self.source.run_pass(task, self.data_columns, self.batch_size, meter)
         meter.done()
-        if task.spill is not None:
+        if counting.spill is not None:
             self.spill.commit()
-        return state.counts, self.source.n_passes > before  # a store's pass reads the source only for lost pieces
+        return state, self.source.n_passes > before  # a store's pass reads the source only for lost pieces
 
     # -- splits ------------------------------------------------------------------------------
-    def split_jobs(self, jobs: Jobs, counts: np.ndarray, next_frontier: list) -> list:
-        """Search every job's split, then split the nodes whose split is worth it (scikit-learn's rules,
-        :mod:`rainforest.rules`), appending their children that go on growing to ``next_frontier``.
-        Returns ``(job, branches, the branches that go on growing)`` of the split jobs with such a child."""
+    def split_jobs(self, jobs: Jobs, counts: np.ndarray, next_frontier: list, counter, level: int) -> tuple[list, int]:
+        """Search every job's split (exact ones over bins plus the candidate bins' rows, which ``counter``
+        gathers: :mod:`rainforest.forest_exact`), then split the nodes whose split is worth it
+        (scikit-learn's rules, :mod:`rainforest.rules`), appending their children that go on growing to
+        ``next_frontier``.  Returns ``(job, branches, the branches that go on growing)`` of the split
+        jobs with such a child, and the passes over the data the gathering made."""
         nc, ch = self.label_channels, self.n_channels
         p = self.params
         n_jobs = len(jobs.tree)
         skip = np.zeros(n_jobs, bool)
-        slot_offsets = np.concatenate([[0], np.cumsum(self.columns.n_slots + 1)])
+        sizes = self.columns.counted_sizes
+        slot_offsets = np.concatenate([[0], np.cumsum(sizes)])
         for j in np.flatnonzero(jobs.node == 0):  # roots: their totals, from the slots of the tree's lead attribute
             t = int(jobs.tree[j])
             q = jobs.attr_start[j] + lead_of(jobs.attrs[jobs.attr_start[j]:jobs.attr_start[j + 1]], slot_offsets)
-            size = int(self.columns.n_slots[jobs.attrs[q]]) + 1
+            size = int(sizes[jobs.attrs[q]])
             at = jobs.job_base[j] + jobs.slot_off[q] * ch
             nodes = self.trees[t]
             nodes.value[0], nodes.n_node_samples[0], w, nodes.impurity[0] = node_totals(
@@ -365,18 +403,44 @@ class ForestGrower:
                     self.crit, p.multiway, float(p.min_samples_leaf), self.min_weight_leaf[jobs.tree],
                     p.max_exhaustive, jobs.branch_start, branches, attr, score, left_slot, right_slot, inf_thr,
                     n_branches)
+        if self.exact:  # the jobs that search binned attributes: their bins' best splits are only targets
+            exact, passes = exact_jobs(self, jobs, counts, np.where(attr >= 0, score, -np.inf), counter, level)
+        else:
+            exact, passes = {}, 0
+        blocks = []  # exact splits' children's totals, a slot per branch (rules.branch_summary)
+        for j, found in exact.items():
+            if found is None:
+                attr[j] = -1
+                continue
+            score[j], attr[j], left_slot[j], right_slot[j], inf_thr[j], n_branches[j], br, block = found
+            branches[jobs.branch_start[j]:jobs.branch_start[j] + len(br)] = br
+            blocks.append((j, block))
         n_branches[skip | (attr < 0)] = 0
         q = jobs.attr_start[:-1] + np.maximum(attr, 0)
         col = jobs.attrs[q]
+        winner_base, winner_slots = jobs.job_base + jobs.slot_off[q] * ch, sizes[col]
         parent_imp = np.array([self.trees[t].impurity[n] for t, n in zip(jobs.tree, jobs.node)])
         widest = int(n_branches.max()) if n_jobs else 0
         child = np.zeros((n_jobs, max(widest, 1), ch))
         child_imp = np.zeros((n_jobs, max(widest, 1)))
         decrease = np.empty(n_jobs)
         weight = np.empty(n_jobs)
-        split_children(counts, jobs.job_base + jobs.slot_off[q] * ch, self.columns.n_slots[col] + 1, branches,
-                       jobs.branch_start, n_branches, ch, parent_imp, self.node_crit, child, child_imp, decrease,
+        refined = np.zeros(n_jobs, np.bool_)
+        refined[[j for j, _ in blocks]] = True
+        split_children(counts, winner_base, winner_slots, branches, jobs.branch_start,
+                       np.where(refined, 0, n_branches), ch, parent_imp, self.node_crit, child, child_imp, decrease,
                        weight)
+        if blocks:  # the exact splits' children, from their summaries (each branch's totals, added once to zero)
+            js = np.array([j for j, _ in blocks], np.int64)
+            winner_slots = winner_slots.copy()
+            winner_slots[js] = [len(b) for _, b in blocks]
+            at = np.zeros(n_jobs, np.int64)
+            at[js] = np.concatenate([[0], np.cumsum(winner_slots[js])[:-1]]) * ch
+            exact_decrease, exact_weight = np.empty(n_jobs), np.empty(n_jobs)
+            split_children(np.concatenate([b.ravel() for _, b in blocks]), at, winner_slots, branches,
+                           jobs.branch_start, np.where(refined, n_branches, 0), ch, parent_imp, self.node_crit, child,
+                           child_imp, exact_decrease, exact_weight)
+            decrease[js], weight[js] = exact_decrease[js], exact_weight[js]
         with np.errstate(invalid="ignore", divide="ignore"):
             keep = keeps_split(decrease, weight, self.total_weight[jobs.tree], p.min_impurity_decrease)
         chosen = np.flatnonzero((n_branches > 0) & keep)
@@ -397,8 +461,7 @@ class ForestGrower:
         for j in chosen.tolist():
             t, node, c, nb = tree_l[j], node_l[j], col_l[j], nb_l[j]
             nodes = self.trees[t]
-            m1 = int(self.columns.n_slots[c]) + 1
-            br = branches[start_l[j]:start_l[j] + m1]
+            br = branches[start_l[j]:start_l[j] + int(winner_slots[j])]
             first = nodes.split(node, self.columns.attributes[c], c, br, nb, left_l[j], right_l[j], inf_l[j],
                                 majority_l[j])
             going_on = []
@@ -409,4 +472,4 @@ class ForestGrower:
                     going_on.append(b)
             if going_on:
                 grown.append((j, nb, going_on))
-        return grown
+        return grown, passes

@@ -7,6 +7,7 @@ import numba
 import numpy as np
 
 from .bootstrap import multiplicity
+from .count_bins import counted_at
 from .counting import add_row
 from .criteria import impurity, search_node
 from .split_scores import weight_of
@@ -18,10 +19,35 @@ from .rules import branch_totals, impurity_decrease
 ROW_BLOCK = 4096  # rows a thread routes together through one tree (independent steps overlap)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def in_bag_at_depth(first_row, c0, c1, s1, s2, thresholds, root, depth, S, feature, first_child, slot_branch,
+                    branch_offset, slot_cut, missing_branch, n_slots, h, rows, mult, node):
+    """The in-bag rows among ``c0:c1`` of a block (identities from ``first_row``) of the tree keyed
+    ``(s1, s2)``, moved ``depth`` routing steps from ``root`` (a row that meets a leaf first stays
+    there): ``rows[:m]``, their multiplicities ``mult[:m]`` and nodes ``node[:m]``; returns ``m``.
+    Rows of a block go down one level at a time, so the independent steps of different rows overlap."""
+    for i in range(c0, c1):
+        h[i - c0] = hash_row(first_row + i, s1, s2)
+    m_in = 0
+    for r in range(c1 - c0):  # the in-bag rows, without a branch per row
+        m = multiplicity(h[r], thresholds)
+        rows[m_in] = c0 + r
+        mult[m_in] = m
+        m_in += m > 0
+    node[:m_in] = root
+    for _ in range(depth):
+        for u in range(m_in):
+            k = node[u]
+            if first_child[k] >= 0:
+                node[u] = step(S, rows[u], k, feature, first_child, slot_branch, branch_offset, slot_cut,
+                               missing_branch, n_slots)
+    return m_in
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
 def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roots, feature, first_child,
                  slot_branch, branch_offset, slot_cut, missing_branch, n_slots, job_of_node, attr_start, attrs,
-                 slot_off, job_base, n_channels, counts, grid):
+                 slot_off, job_base, n_channels, counts, grid, shift, missing, n_counted, base, table, table_start):
     """Count a block of encoded rows into the AVC-groups of a pass's jobs, for every tree in ``trees``.
 
     Row ``i`` (identity ``first_row + i``) has multiplicity ``m`` in tree ``t`` (the Poisson draw
@@ -29,8 +55,9 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
     the forest's concatenated routing arrays) by ``depth`` routing steps (the pass's jobs are
     nodes of that depth; a row that meets a leaf first stays there), and when the node reached is
     a job ``j`` of the pass, ``m * w[i]`` is added to class ``y[i]``, and one to the row-count
-    channel, at the slot of each of the job's attributes ``attrs[attr_start[j]:attr_start[j + 1]]``
-    (its AVC-group starts at ``counts[job_base[j]]``, attribute ``q`` at slot ``slot_off[q]``).
+    channel, at the counted slot (:func:`rainforest.count_bins.counted_at`: exact mode's wide attributes in bins) of each
+    of the job's attributes ``attrs[attr_start[j]:attr_start[j + 1]]`` (its AVC-group starts at
+    ``counts[job_base[j]]``, attribute ``q`` at slot ``slot_off[q]``).
 
     Each thread owns whole trees (a job belongs to one tree) and routes a block of rows one level
     at a time, so the independent steps of different rows overlap.  Every count is summed in row
@@ -48,29 +75,14 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
     block = min(n, ROW_BLOCK)
     for ti in numba.prange(trees.shape[0]):
         t = trees[ti]
-        s1 = keys1[t]
-        s2 = keys2[t]
         h = np.empty(block, np.int64)
         rows = np.empty(block, np.uint64)
         mult = np.empty(block, np.int64)
         node = np.empty(block, np.uint64)
         for c0 in range(0, n, block):
-            c1 = min(n, c0 + block)
-            for i in range(c0, c1):
-                h[i - c0] = hash_row(first_row + i, s1, s2)
-            m_in = 0
-            for r in range(c1 - c0):  # the in-bag rows, without a branch per row
-                m = multiplicity(h[r], thresholds)
-                rows[m_in] = c0 + r
-                mult[m_in] = m
-                m_in += m > 0
-            node[:m_in] = roots[t]
-            for _ in range(depth):
-                for u in range(m_in):
-                    k = node[u]
-                    if first_child[k] >= 0:
-                        node[u] = step(S, rows[u], k, feature, first_child, slot_branch, branch_offset, slot_cut,
-                                       missing_branch, n_slots)
+            m_in = in_bag_at_depth(first_row, c0, min(n, c0 + block), keys1[t], keys2[t], thresholds, roots[t], depth,
+                                   S, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch,
+                                   n_slots, h, rows, mult, node)
             for u in range(m_in):
                 j = job_of_node[node[u]]
                 if j < 0:
@@ -79,15 +91,62 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
                 i = rows[u]
                 c = y[i]
                 wt = float(mult[u]) if unit else mult[u] * w[i]
-                base = np.uint64(job_base[uj])
+                base_j = np.uint64(job_base[uj])
                 p = split_target(np.float64(c), grid) if parts else (0.0, 0.0, 0.0, 0.0)
                 for q in range(attr_start[uj], attr_start[uj + 1]):
                     uq = np.uint64(q)
-                    cell = base + (np.uint64(slot_off[uq]) + np.uint64(S[i, np.uint64(attrs[uq])])) * stride
+                    a = np.uint64(attrs[uq])
+                    s = counted_at(S[i, a], a, shift, missing, n_counted, base, table, table_start)
+                    cell = base_j + (np.uint64(slot_off[uq]) + s) * stride
                     if parts:
                         add_weighted_parts(counts, np.int64(cell), p, wt)
                     else:
                         add_row(counts, cell, c, wt, True, n_classes)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def gather_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roots, feature, first_child,
+                  slot_branch, branch_offset, slot_cut, missing_branch, n_slots, job_of_node, attr_start, attrs,
+                  slot_off, job_cells, shift, missing, n_counted, base, table, table_start, candidate, tree_at, fill,
+                  cell_out, value_out, class_out, weight_out):
+    """The rows of a block that fall in candidate cells (exact mode, :mod:`rainforest.forest_exact`):
+    routed as :func:`count_forest` routes them, a row of tree ``trees[ti]`` at job ``j`` whose counted
+    slot of attribute ``q`` is cell ``job_cells[j] + slot_off[q] + slot`` with a candidate number
+    ``candidate[cell] >= 0`` gives an entry (that number, the row's slot, its class, ``m * w[i]`` as counted).  Without ``fill``,
+    ``tree_at[ti]`` becomes the number of tree ``ti``'s entries; with it, they are written from
+    ``tree_at[ti]`` on, in row order (the order of the counts)."""
+    unit = w.shape[0] == 0
+    n = S.shape[0]
+    block = min(n, ROW_BLOCK)
+    for ti in numba.prange(trees.shape[0]):
+        t = trees[ti]
+        h = np.empty(block, np.int64)
+        rows = np.empty(block, np.uint64)
+        mult = np.empty(block, np.int64)
+        node = np.empty(block, np.uint64)
+        at = tree_at[ti] if fill else 0
+        for c0 in range(0, n, block):
+            m_in = in_bag_at_depth(first_row, c0, min(n, c0 + block), keys1[t], keys2[t], thresholds, roots[t], depth,
+                                   S, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch,
+                                   n_slots, h, rows, mult, node)
+            for u in range(m_in):
+                j = job_of_node[node[u]]
+                if j < 0:
+                    continue
+                i = rows[u]
+                for q in range(attr_start[j], attr_start[j + 1]):
+                    a = np.uint64(attrs[q])
+                    s = S[i, a]
+                    cell = job_cells[j] + slot_off[q] + np.int64(counted_at(s, a, shift, missing, n_counted, base,
+                                                                             table, table_start))
+                    if candidate[cell] >= 0:
+                        if fill:
+                            cell_out[at] = candidate[cell]
+                            value_out[at] = s
+                            class_out[at] = y[i]
+                            weight_out[at] = float(mult[u]) if unit else mult[u] * w[i]
+                        at += 1
+        tree_at[ti] = at
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from .in_bag import InBagCopies, count_spans, gather_in_bag, partition_spans
+from .forest_passes import Entries
+from .in_bag import InBagCopies, count_spans, gather_in_bag, gather_spans, partition_spans
 from .nodes import joined_routing
 from .plan import pack_jobs
 from .target_parts import moments_of_parts
@@ -55,7 +56,8 @@ class ForestLevels:
         return jobs, counts
 
     def split(self, level: ForestLevel, jobs, counts) -> None:
-        grown = self.grower.split_jobs(jobs, counts, level.next_frontier)
+        grown, passes = self.grower.split_jobs(jobs, counts, level.next_frontier, self.counter, level.number)
+        level.passes += passes
         self.counter.split(jobs, grown)
 
     def end_level(self, level: ForestLevel) -> None:
@@ -76,6 +78,12 @@ class PassCounter:
 
     def count(self, jobs, level: int) -> tuple[np.ndarray, bool]:
         return self.grower.count_jobs(jobs, self.routing, self.base, level)
+
+    def gather(self, jobs, candidate: np.ndarray, counts: np.ndarray, entries: np.ndarray,
+               level: int) -> tuple[tuple, bool]:
+        """The entries of the candidate cells' rows (:mod:`rainforest.forest_exact`; ``entries``: how many
+        each job has), by a read routed as the count."""
+        return self.grower.gather_jobs(jobs, candidate, entries, self.routing, self.base, level)
 
     def split(self, jobs, grown: list) -> None:
         pass  # the next level's pass routes the rows again
@@ -110,8 +118,29 @@ class InBagGroups:
         c = self.copies
         count_spans(c.items, c.weights, c.targets, c.target_at, c.width, not c.weighted, self.local[jobs.tree],
                     self.starts, self.ends, jobs.job_of_attr, jobs.attrs, jobs.slot_off, jobs.job_base,
-                    self.grower.count_channels, counts, self.grower.grid)
+                    self.grower.count_channels, counts, self.grower.grid, *self.grower.columns.counted.kernel_args())
         return counts, False
+
+    def gather(self, jobs, candidate: np.ndarray, counts: np.ndarray, entries: np.ndarray,
+               level: int) -> tuple[tuple, bool]:
+        """The entries of the candidate cells' rows (:mod:`rainforest.forest_exact`) from the jobs' groups:
+        each job attribute's as many as its candidate cells' row counts say, in row order."""
+        c, ch = self.copies, self.grower.n_channels
+        job_cells = jobs.job_base // ch
+        cell_attr = np.repeat(np.arange(len(jobs.attrs)), np.diff(np.append(job_cells[jobs.job_of_attr] + jobs.slot_off,
+                                                                            jobs.size // ch)))
+        rows = np.rint(counts[ch - 1::ch]) * (candidate >= 0)  # each cell's gathered rows
+        out_at = np.zeros(len(jobs.attrs) + 1, np.int64)
+        np.cumsum(np.bincount(cell_attr, rows, minlength=len(jobs.attrs)).astype(np.int64), out=out_at[1:])
+        ends = out_at[1:].copy()
+        out = Entries.allocate(int(out_at[-1]))
+        at = out_at[:-1].copy()
+        gather_spans(c.items, c.weights, c.targets, c.target_at, c.width, not c.weighted, self.local[jobs.tree],
+                     self.starts, self.ends, jobs.job_of_attr, jobs.attrs, jobs.slot_off, job_cells,
+                     *self.grower.columns.counted.kernel_args(), candidate, at, *out)
+        if not np.array_equal(at, ends):
+            raise AssertionError("gathered rows differ from the counts of their candidate bins")
+        return out, False
 
     def split(self, jobs, grown: list) -> None:
         """Move the rows of the split jobs ``grown`` (as :meth:`rainforest.forest_grow.ForestGrower.split_jobs` returns them) into

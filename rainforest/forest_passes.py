@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from .forest_kernels import count_forest
+from .forest_kernels import count_forest, gather_forest
 from .forest_rows import Columns
 from .rows import KeptRows, RowBlock
 from .target_parts import NO_GRID
@@ -89,7 +89,7 @@ class ForestPass:
     def count(self, state: ForestCounts, S, y, w, first_row: int) -> ForestCounts:
         count_forest(S, y, w, np.int64(first_row), self.depth, self.trees, self.keys1, self.keys2, self.thresholds,
                      self.roots, *self.routing, self.job_of_node, self.attr_start, self.attrs, self.slot_off,
-                     self.job_base, self.n_channels, state.counts, self.grid)
+                     self.job_base, self.n_channels, state.counts, self.grid, *self.columns.counted.kernel_args())
         return state
 
     def merge(self, a: ForestCounts, b: ForestCounts) -> ForestCounts:
@@ -117,3 +117,88 @@ class KeepPass:
 
     def merge(self, a: int, b: int) -> int:
         return a + b
+
+
+@dataclass
+class Entries:
+    """Rows gathered from candidate cells (exact mode, :mod:`rainforest.forest_exact`): per entry its
+    cell's candidate number, the row's slot, class code and weight as
+    counted; ``parts`` in the order they were read (a pass's blocks, or a worker's pieces in order),
+    or one ``buffer`` with each tree's entries from ``tree_at[t]`` on (a pass folded in one state,
+    each tree's count known beforehand)."""
+
+    parts: list = field(default_factory=list)
+    buffer: tuple | None = None
+    tree_at: np.ndarray | None = None
+
+    def joined(self) -> tuple:
+        """``(cell, value, class, weight)``, every part's in order."""
+        if self.buffer is not None:
+            return self.buffer
+        if not self.parts:
+            return self.allocate(0)
+        return tuple(np.concatenate([p[i] for p in self.parts]) for i in range(4))
+
+    @staticmethod
+    def allocate(n: int) -> tuple:
+        return np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n)
+
+
+@dataclass
+class ForestGather:
+    """A :class:`rainforest.storage.PassTask` gathering the rows of a pass's candidate cells: routed
+    as ``counting`` (the pass that counted the jobs) routes them, the entries of
+    :func:`rainforest.forest_kernels.gather_forest`.  With ``totals`` (each tree's entries, known from
+    the counts; for a pass folded in one state) they are written at once into one buffer; else each
+    block's are counted, then written."""
+
+    counting: ForestPass
+    job_cells: np.ndarray  # each job's first cell in the flat layout (job_base // channels)
+    candidate: np.ndarray  # per cell: its candidate number (int32), -1: not gathered
+    totals: np.ndarray | None = None  # per tree of counting.trees
+
+    @property
+    def store(self):
+        return self.counting.store
+
+    @property
+    def order_free(self) -> bool:
+        return False  # entries keep the order of their rows
+
+    def new_state(self) -> Entries:
+        if self.totals is None:
+            return Entries()
+        return Entries(buffer=Entries.allocate(int(self.totals.sum())),
+                       tree_at=np.concatenate([[0], np.cumsum(self.totals)[:-1]]).astype(np.int64))
+
+    def update(self, state: Entries, batch: pa.RecordBatch, first_row: int) -> Entries:
+        S, y, w = self.counting.columns.encode(batch)
+        return self.count(state, S, y, w, first_row)
+
+    def encode(self, batch: pa.RecordBatch, first_row: int) -> ForestPiece:
+        return self.counting.encode(batch, first_row)
+
+    def count_piece(self, state: Entries, piece: ForestPiece) -> Entries:
+        return self.count(state, piece.rows.S, piece.rows.y, piece.rows.w, piece.first_row)
+
+    def count(self, state: Entries, S, y, w, first_row: int) -> Entries:
+        c = self.counting
+        args = (S, y, w, np.int64(first_row), c.depth, c.trees, c.keys1, c.keys2, c.thresholds, c.roots, *c.routing,
+                c.job_of_node, c.attr_start, c.attrs, c.slot_off, self.job_cells, *c.columns.counted.kernel_args(),
+                self.candidate)
+        if state.buffer is not None:
+            gather_forest(*args, state.tree_at, True, *state.buffer)
+            return state
+        tree_at = np.zeros(len(c.trees), np.int64)
+        gather_forest(*args, tree_at, False, *Entries.allocate(0))  # how many entries each tree has
+        n = int(tree_at.sum())
+        if n:
+            out = Entries.allocate(n)
+            tree_at = np.concatenate([[0], np.cumsum(tree_at)[:-1]]).astype(np.int64)
+            gather_forest(*args, tree_at, True, *out)
+            state.parts.append(out)
+        return state
+
+    def merge(self, a: Entries, b: Entries) -> Entries:
+        a.parts += b.parts
+        return a

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from .combinations import Combinations
+from .count_bins import CountedSlots, counted_slots
 from .rows import KeptRows, encode_rows, slot_dtype, to_slots
 from .schema import Schema
 
@@ -20,6 +21,7 @@ class Columns:
     combos: Combinations | None
     class_weight: np.ndarray | None
     weighted: bool
+    counted: CountedSlots | None = None  # what the AVC-groups count (None: every slot, exact mode's too)
 
     def __post_init__(self):
         self.attributes = list(self.schema.attributes)
@@ -29,6 +31,13 @@ class Columns:
         self.n_slots = np.array([a.n_slots for a in self.attributes], np.int64)
         self.kinds = np.array([a.kind for a in self.attributes], np.int8)
         self.dtype = slot_dtype(Schema(self.attributes))
+        if self.counted is None:
+            self.counted = counted_slots(Schema(self.attributes), None)
+
+    @property
+    def counted_sizes(self) -> np.ndarray:
+        """Each attribute's counted slots, its missing slot included (its size in an AVC-group)."""
+        return self.counted.n_counted.astype(np.int64) + 1
 
     @property
     def width(self) -> int:

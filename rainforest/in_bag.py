@@ -24,6 +24,7 @@ import numba
 import numpy as np
 
 from .bootstrap import multiplicity
+from .count_bins import counted_at
 from .counting import add_row
 from .partition import cut_blocks, place
 from .rowhash import hash_row
@@ -162,14 +163,14 @@ def gather_in_bag(S, y, w, keys1, keys2, thresholds, items, weights, targets, ta
 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def count_spans(items, weights, targets, target_at, width, unit, job_tree, starts, ends, job_of_attr, attrs,
-                slot_off, job_base, n_channels, counts, grid):
+                slot_off, job_base, n_channels, counts, grid, shift, missing, n_counted, base, table, table_start):
     """Count every job's rows into its AVC-group (the layout of :func:`rainforest.forest_kernels.count_forest`).
 
     Job ``j``'s rows are records ``starts[j]:ends[j]`` of tree ``job_tree[j]``'s copies: the
     multiplicity (times the weight unless ``unit``) goes to the row's class (or target,
     ``targets[t, u, target_at]``) and one to the row-count
-    channel, at the slot of each of the job's attributes (``attrs[q]`` with ``job_of_attr[q] == j``).
-    Threads take (job, attribute) pairs, each owning its cells, so every cell is summed in row
+    channel, at the counted slot (:func:`rainforest.count_bins.counted_at`) of each of the job's
+    attributes (``attrs[q]`` with ``job_of_attr[q] == j``).  Threads take (job, attribute) pairs, each owning its cells, so every cell is summed in row
     order by one thread.  With ``grid``, a regressor's raw cells get the target's exact parts times
     the multiplicity, then the multiplicity and one (:mod:`rainforest.target_parts`).
     """
@@ -189,11 +190,44 @@ def count_spans(items, weights, targets, target_at, width, unit, job_tree, start
         row_targets = targets[t, starts[j]:ends[j]]
         for u in range(rows.shape[0]):
             m = float(rows[u, width + 1]) if unit else row_weights[u]
+            cell = counted_at(rows[u, a], a, shift, missing, n_counted, base, table, table_start) * stride
             if parts:
-                add_weighted_parts(cells, np.uint64(rows[u, a]) * stride,
-                                   split_target(np.float64(row_targets[u, target_at]), grid), m)
+                add_weighted_parts(cells, cell, split_target(np.float64(row_targets[u, target_at]), grid), m)
             else:
-                add_row(cells, np.uint64(rows[u, a]) * stride, row_targets[u, target_at], m, True, n_classes)
+                add_row(cells, cell, row_targets[u, target_at], m, True, n_classes)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def gather_spans(items, weights, targets, target_at, width, unit, job_tree, starts, ends, job_of_attr, attrs,
+                 slot_off, job_cells, shift, missing, n_counted, base, table, table_start, candidate, out_at,
+                 cell_out, value_out, class_out, weight_out):
+    """The rows of each job's group (as :func:`count_spans` reads them) that fall in candidate cells
+    (exact mode, :mod:`rainforest.forest_exact`): for job attribute ``q`` (job ``j = job_of_attr[q]``),
+    a row whose counted slot is cell ``job_cells[j] + slot_off[q] + slot`` with a candidate number
+    ``candidate[cell] >= 0`` gives an entry (that number, the row's slot, its class, its multiplicity
+    times its weight), written
+    in row order from ``out_at[q]`` on; ``out_at[q]`` ends past the last one written (the caller knows
+    how many there are from the counts, and checks)."""
+    last = weights.shape[2] - 1
+    for q in numba.prange(attrs.shape[0]):
+        j = job_of_attr[q]
+        t = job_tree[j]
+        a = attrs[q]
+        rows = items[t, starts[j]:ends[j]]
+        row_weights = weights[t, starts[j]:ends[j], last]
+        row_targets = targets[t, starts[j]:ends[j]]
+        first = job_cells[j] + slot_off[q]
+        at = out_at[q]
+        for u in range(rows.shape[0]):
+            s = rows[u, a]
+            cell = first + np.int64(counted_at(s, a, shift, missing, n_counted, base, table, table_start))
+            if candidate[cell] >= 0:
+                cell_out[at] = candidate[cell]
+                value_out[at] = s
+                class_out[at] = row_targets[u, target_at]
+                weight_out[at] = float(rows[u, width + 1]) if unit else row_weights[u]
+                at += 1
+        out_at[q] = at
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

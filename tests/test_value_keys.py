@@ -142,18 +142,22 @@ def test_unique_floats_at_a_budget_below_their_distinct_values(monkeypatch):
     assert got.tree_.to_json() == want.tree_.to_json()
 
 
-def test_weights_regressors_and_forests_keep_their_distinct_values(monkeypatch):
-    """Keys serve the fits counted in bins: where a slot per value is counted (fractional weights,
-    class weights, a regressor), or by the other learners, the profile keeps every value."""
+def test_weights_and_regressors_keep_their_distinct_values(monkeypatch):
+    """Keys serve the fits counted in bins (a tree's, a forest's: rainforest/forest_exact.py): where a
+    slot per value is counted (fractional weights, class weights, a regressor, a forest reading its
+    source each level), the profile keeps every value."""
     calls = key_at_small_cap(monkeypatch)
     table = pq.read_table(dataset_path("magic"))
     DecisionTreeClassifier(max_bins=None, max_depth=4, class_weight="balanced").fit(table, target="class")
     DecisionTreeClassifier(max_bins=None, max_depth=4, algorithm="read").fit(table, target="class")
-    RandomForestClassifier(n_estimators=3, max_bins=None, max_depth=3).fit(table, target="class")
+    RandomForestClassifier(n_estimators=3, max_bins=None, max_depth=3, algorithm="read").fit(table, target="class")
     DecisionTreeRegressor(max_bins=None, max_depth=4).fit(table.drop_columns(["class"]), target="FLength")
     assert not calls
     DecisionTreeClassifier(max_bins=None, max_depth=4).fit(table, target="class")
     assert calls
+    calls.clear()
+    forest = RandomForestClassifier(n_estimators=3, max_bins=None, max_depth=3).fit(table, target="class")
+    assert calls and forest.grow_stats_.candidate_reads > 0
 
 
 def test_dask_and_duckdb_sources_key_as_parquet_does(magic_files, monkeypatch):
