@@ -8,6 +8,8 @@ bootstrap on, with
 
 * ``rainforest`` -- ``RandomForestClassifier`` on the Parquet folder (all trees grown
   together, one pass per level; binned, 255 bins);
+* ``rainforest-exact`` -- the same with ``max_bins=None``: scikit-learn's exact thresholds, wide
+  attributes counted in bins and the candidate bins' rows gathered (``rainforest/forest_exact.py``);
 * ``sklearn``    -- scikit-learn ``RandomForestClassifier(n_jobs=2)``, rows read into numpy;
 * ``lightgbm``   -- LightGBM ``boosting="rf"`` (bagging 63.2 % of the rows per tree, a third
   of the features per node, ``num_leaves=2**depth``, 255 bins, two threads), rows read into numpy;
@@ -38,9 +40,10 @@ import harness  # noqa: E402  (standard library only)
 from harness import LABEL, SEED, fmt, vm_rss_mb  # noqa: E402
 from harness import local_spark, rows_label, status_kb  # noqa: E402
 
-CONTENDERS = ("rainforest", "sklearn", "lightgbm", "spark")
-COLORS = {"rainforest": "#2a7f62", "sklearn": "#4c72b0", "lightgbm": "#dd8452", "spark": "#8172b3"}
-MARKERS = {"rainforest": "o", "sklearn": "^", "lightgbm": "D", "spark": "P"}
+CONTENDERS = ("rainforest", "rainforest-exact", "sklearn", "lightgbm", "spark")
+COLORS = {"rainforest": "#2a7f62", "rainforest-exact": "#55a868", "sklearn": "#4c72b0", "lightgbm": "#dd8452",
+          "spark": "#8172b3"}
+MARKERS = {"rainforest": "o", "rainforest-exact": "s", "sklearn": "^", "lightgbm": "D", "spark": "P"}
 PACKAGES = ("rainforest", "numba", "pyarrow", "scikit-learn", "lightgbm", "pyspark")
 FILES = 20  # training files per size, as bench_scale.py's data
 TEST_ROWS = 100_000
@@ -62,7 +65,7 @@ def _max_features(n: int) -> int:
 # contenders (each runs in its own child process)
 
 
-def _run_rainforest(args) -> dict:
+def _run_rainforest(args, exact: bool = False) -> dict:
     import numba
 
     from rainforest import RandomForestClassifier
@@ -70,6 +73,8 @@ def _run_rainforest(args) -> dict:
     from rainforest.datasets import agrawal_table
 
     kw = {"n_estimators": args.trees, "max_depth": args.depth, "max_features": "sqrt", "random_state": SEED}
+    if exact:
+        kw["max_bins"] = None
     if args.memory_budget:
         kw["memory_budget"] = args.memory_budget
     t0 = time.perf_counter()  # warm-up: load (or compile and cache) the Numba kernels outside the timed fit
@@ -91,7 +96,8 @@ def _run_rainforest(args) -> dict:
             "peak_avc_mb": gs.peak_avc_bytes / 2**20, "memory_budget": str(clf.memory_budget),
             "memory_budget_bytes": parse_bytes(clf.memory_budget),
             "warmup_seconds": warmup, "rss_before_fit_mb": rss0, "threads": int(numba.config.NUMBA_NUM_THREADS),
-            "n_leaves": int(sum(t.n_leaves for t in clf.estimators_))}
+            "n_leaves": int(sum(t.n_leaves for t in clf.estimators_)), "candidate_reads": int(gs.candidate_reads),
+            "candidate_rows": int(gs.candidate_rows), "spill_reads": int(gs.spill_reads)}
 
 
 def _run_in_memory(args, make, threads) -> dict:
@@ -175,7 +181,8 @@ def _run_spark(args) -> dict:
     return row
 
 
-RUNNERS = {"rainforest": _run_rainforest, "sklearn": _run_sklearn, "lightgbm": _run_lightgbm, "spark": _run_spark}
+RUNNERS = {"rainforest": _run_rainforest, "rainforest-exact": lambda args: _run_rainforest(args, exact=True),
+           "sklearn": _run_sklearn, "lightgbm": _run_lightgbm, "spark": _run_spark}
 
 
 # ---------------------------------------------------------------------------
@@ -248,6 +255,9 @@ def write_markdown(path: Path, rows, info) -> None:
         passes = "-"
         if r["name"] == "rainforest" and _ok(r):
             passes = f"{r['passes']} (per level {r.get('passes_per_level')}, kept {r.get('kept_rows', 0):,} rows)"
+        elif r["name"] == "rainforest-exact" and _ok(r):
+            passes = (f"{r['passes']} (kept {r.get('kept_rows', 0):,} rows; {r.get('spill_reads', 0)} spill reads, "
+                      f"{r.get('candidate_reads', 0)} gathering reads, {r.get('candidate_rows', 0):,} rows gathered)")
         elif _ok(r):
             passes = "- (in memory)" if r["name"] != "spark" else "- (Spark caches binned rows)"
         lines.append(f"| {rows_label(r['rows'])} | {r['name']} | {fmt(r.get('fit_seconds'), '.1f')} | "
@@ -267,6 +277,9 @@ def write_markdown(path: Path, rows, info) -> None:
         "- rainforest: `RandomForestClassifier(n_estimators, max_depth, max_features='sqrt')`, default "
         f"`memory_budget` ({info['memory_budget'] or '1GB'}), on the Parquet folder, all cores; `passes` is "
         "`n_passes_` (the profiling pass included; a level kept in memory by RF-Hybrid costs none).",
+        "- rainforest-exact: the same with `max_bins=None` (exact thresholds, as scikit-learn's): wide attributes "
+        "counted in bins, the rows of candidate bins gathered from the kept rows or the spill folder; "
+        "`rows gathered` counts (row, attribute) entries over all levels.",
         "- scikit-learn: `RandomForestClassifier(n_jobs=2)`; LightGBM: `boosting_type='rf'`, `subsample=0.632`, "
         "`subsample_freq=1`, `colsample_bynode=1/3`, `num_leaves=2**depth`, `min_child_samples=1`, no "
         "regularisation, `n_jobs=2`; both after reading the Parquet rows into a float32 numpy array (timed).",

@@ -200,5 +200,7 @@ class ForestGather:
         return state
 
     def merge(self, a: Entries, b: Entries) -> Entries:
+        if a.buffer is not None or b.buffer is not None:  # totals are given only where one state folds the read
+            raise AssertionError("a gathering written at once cannot merge states")
         a.parts += b.parts
         return a
