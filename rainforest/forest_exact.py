@@ -203,6 +203,8 @@ def _gathered(g, jobs, counts: np.ndarray, cells: np.ndarray, counter, level: in
     """The candidate cells ``cells``' rows gathered by one read and summed: ``(cell, value, counts)`` of
     every distinct (cell, value), in order, and whether the read was a pass over the data."""
     ch = g.n_channels
+    if not len(cells):  # jobs whose bins hold no candidate: nothing to read
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ch)), False
     job_cells = jobs.job_base // ch
     expected = np.zeros(len(jobs.tree), np.int64)  # each job's entries: its cells' rows (the row-count channel)
     np.add.at(expected, np.searchsorted(job_cells, cells, side="right") - 1,
@@ -221,31 +223,77 @@ def _gathered(g, jobs, counts: np.ndarray, cells: np.ndarray, counter, level: in
 def _attribute_at_a_time(g, jobs, counts: np.ndarray, candidate: np.ndarray, j: int, target: float, counter,
                          level: int) -> tuple:
     """Job ``j``'s exact split when its candidate rows exceed the gathering's room: each attribute's
-    gathered and searched on its own (a read each), the best kept by the search's rule (the higher
-    score; on a tie the attribute searched first).  Whole-number weights make a node's totals the same
-    from any attribute's slots, so each attribute scores as in the search over all of them.  An
-    attribute whose best does not reach ``target`` (the best boundary split of them all, which the
-    winner reaches) cannot win: its boundary's bins were not gathered, and it is passed over."""
-    ch, nc, counted = g.n_channels, g.label_channels, g.columns.counted
-    first = jobs.job_base[j] // ch
+    gathered and searched on its own (:func:`_attribute_split`), the best kept by the search's rule
+    (the higher score; on a tie the attribute searched first).  Whole-number weights make a node's
+    totals the same from any attribute's slots, so each attribute scores as in the search over all of
+    them.  An attribute whose best does not reach ``target`` (the best boundary split of them all,
+    which the winner reaches) cannot win: its boundary's bins were not gathered, and it is passed over."""
     best, passes = None, 0
     for q in range(int(jobs.attr_start[j + 1] - jobs.attr_start[j])):
-        at = int(jobs.attr_start[j]) + q
-        a, lo = int(jobs.attrs[at]), first + int(jobs.slot_off[at])
-        size = int(g.columns.counted_sizes[a])
-        cand = candidate[lo:lo + size]
-        values = ValueCounts(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ch)))
-        if cand.any():
-            cell, value, cell_counts, from_data = _gathered(g, jobs, counts, lo + np.flatnonzero(cand), counter, level)
-            passes += from_data
-            values = ValueCounts(np.zeros(len(cell), np.int64), cell - lo, value, cell_counts)
-        block = counts[(lo * ch):(lo + size) * ch].reshape(1, size, ch)
-        split = exact_splits(block, cand[None], values, np.array([0, size]), g.columns.kinds[[a]],
-                             counted.binned[[a]], nc, True, g.crit, g.params, float(g.min_weight_leaf[jobs.tree[j]]),
-                             0, np.array([target]))[0]
+        split, p = _attribute_split(g, jobs, counts, candidate, j, q, target, counter, level)
+        passes += p
         if split is not None and (best is None or split[0] > best[0]):
             best = (split[0], q) + tuple(split[2:])
     return best, passes
+
+
+def _attribute_split(g, jobs, counts: np.ndarray, candidate: np.ndarray, j: int, q: int, target: float, counter,
+                     level: int) -> tuple:
+    """The exact split of job ``j`` over its ``q``-th attribute alone.  Where that attribute's candidate
+    rows exceed the room too (a node its attributes split only weakly makes most bins candidates),
+    its candidate bins are gathered in *runs* that fit: the bins beside every boundary within
+    tolerance of ``target`` are refined in every run, so any split that may win has both its
+    neighbours' values wherever it is searched, and the other candidate bins are refined one run at a
+    time, whole in the others (a whole bin hides only the splits inside it, which its own run holds).
+    The best over the runs is the best of the attribute: scores are the same whole-number sums in
+    every run, and ties go to the earlier run (the earlier values)."""
+    ch, nc, counted = g.n_channels, g.label_channels, g.columns.counted
+    at = int(jobs.attr_start[j]) + q
+    a, lo = int(jobs.attrs[at]), int(jobs.job_base[j] // ch + jobs.slot_off[at])
+    size = int(g.columns.counted_sizes[a])
+    block = counts[lo * ch:(lo + size) * ch].reshape(size, ch)
+    cand = candidate[lo:lo + size]
+    rows = np.rint(block[:, ch - 1]).astype(np.int64) * cand
+    room = g.budget // 4
+    runs = [cand]
+    if int(rows.sum()) * entry_bytes(ch) > room:
+        near = np.zeros(size, np.bool_)
+        boundary_bins(block, size - 1, nc, g.crit, target, near)
+        near &= cand
+        rest = np.flatnonzero(cand & ~near)
+        runs = []
+        for r0, r1 in pack_jobs(rows[rest] * entry_bytes(ch), max(room - int(rows[near].sum()) * entry_bytes(ch), 1)):
+            run = near.copy()
+            run[rest[r0:r1]] = True
+            runs.append(run)
+        runs = runs or [near]
+        g.stats.candidate_runs += len(runs)
+    best, passes = None, 0
+    for run in runs:
+        values = ValueCounts(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ch)))
+        if run.any():
+            cell, value, cell_counts, from_data = _gathered(g, jobs, counts, lo + np.flatnonzero(run), counter, level)
+            passes += from_data
+            values = ValueCounts(np.zeros(len(cell), np.int64), cell - lo, value, cell_counts)
+        split = exact_splits(block[None], run[None], values, np.array([0, size]), g.columns.kinds[[a]],
+                             counted.binned[[a]], nc, True, g.crit, g.params, float(g.min_weight_leaf[jobs.tree[j]]),
+                             0, np.array([target]))[0]
+        if split is not None and (best is None or split[0] > best[0]):
+            best = split
+    return best, passes
+
+
+@numba.njit(cache=True, nogil=True)
+def boundary_bins(block, m, n_classes, criterion, target, out):
+    """Mark in ``out`` only the non-empty bins either side of each boundary of an attribute's bins
+    (``block``: its ``m`` bins, then its missing slot) whose split scores within tolerance of
+    ``target``: :func:`rainforest.split_bounds.candidate_bins` with no bin's bound counted (``vmin``
+    above ``vmax``)."""
+    total, n_total, wn, parent_imp = node_totals(block, np.array([0, m + 1]), 0, n_classes, True, criterion)
+    tol = tolerance(target) if target != -np.inf else 0.0
+    above = np.full(m, np.inf)
+    candidate_bins(block, above, -above, 0, m, n_classes, True, total, wn, parent_imp, criterion, target, tol, True,
+                   out[:m])
 
 
 def _group_avc(jobs, counts: np.ndarray, J: np.ndarray, ch: int) -> tuple:

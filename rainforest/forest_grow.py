@@ -44,6 +44,7 @@ class ForestStats:
     spill_bytes_read: int = 0  # bytes read from it
     candidate_reads: int = 0  # exact mode: reads gathering the rows of candidate bins (forest_exact.py)
     candidate_rows: int = 0  # the (row, attribute) entries they gathered, over all levels
+    candidate_runs: int = 0  # reads of one attribute of one node whose candidate rows exceeded the room alone
 
     @property
     def n_passes(self) -> int:
@@ -354,7 +355,7 @@ class ForestGrower:
                 meter(len(rows))
             meter.done()
             return state, False
-        counting = getattr(task, "counting", task)
+        counting = task.counting if isinstance(task, ForestGather) else task  # the pass the store and spill serve
         if write and self.write and self.spill is None:
             self.spill = Spill(self.params.spill_dir, self.columns.width, column_dtypes(Schema(self.columns.attributes)))
             counting.spill = self.spill.writer(np.zeros(1, np.int64))  # every row to partition 0

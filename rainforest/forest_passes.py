@@ -122,17 +122,17 @@ class KeepPass:
 @dataclass
 class Entries:
     """Rows gathered from candidate cells (exact mode, :mod:`rainforest.forest_exact`): per entry its
-    cell's candidate number, the row's slot, class code and weight as
-    counted; ``parts`` in the order they were read (a pass's blocks, or a worker's pieces in order),
-    or one ``buffer`` with each tree's entries from ``tree_at[t]`` on (a pass folded in one state,
-    each tree's count known beforehand)."""
+    cell's candidate number, the row's slot, class code and weight as counted; ``parts`` in the
+    order they were read (a pass's blocks, or a worker's pieces in order), or one ``buffer`` with
+    each tree's entries from ``tree_at[t]`` on (a pass folded in one state, each tree's count known
+    beforehand)."""
 
     parts: list = field(default_factory=list)
     buffer: tuple | None = None
     tree_at: np.ndarray | None = None
 
     def joined(self) -> tuple:
-        """``(cell, value, class, weight)``, every part's in order."""
+        """``(cell number, slot, class, weight)``, every part's in order."""
         if self.buffer is not None:
             return self.buffer
         if not self.parts:

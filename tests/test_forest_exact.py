@@ -87,9 +87,10 @@ def test_a_column_with_a_value_per_row_fits_a_budget_below_its_values(monkeypatc
     assert clf.grow_stats_.peak_avc_bytes <= 500_000
 
 
-def test_a_node_whose_candidate_rows_exceed_the_room_is_gathered_an_attribute_at_a_time(table, monkeypatch):
+def test_a_node_whose_candidate_rows_exceed_the_room_is_gathered_in_parts(table, monkeypatch):
     """A job whose gathering alone exceeds a quarter of the budget is gathered and searched one attribute
-    a read; the forest is the same, with more reads."""
+    a read, and an attribute that alone exceeds it in runs of its bins; the forest is the same, with
+    more reads."""
     ref = _reference(table, monkeypatch)
     calls = []
     original = forest_exact._attribute_at_a_time
@@ -99,6 +100,10 @@ def test_a_node_whose_candidate_rows_exceed_the_room_is_gathered_an_attribute_at
     tight = _forest(table, memory_budget="1MB")
     assert calls and tight.to_json() == roomy.to_json() == ref
     assert tight.grow_stats_.candidate_reads > roomy.grow_stats_.candidate_reads
+    # an attribute whose candidate rows alone exceed the room is gathered in runs of its bins
+    assert roomy.grow_stats_.candidate_runs == 0 < tight.grow_stats_.candidate_runs
+    tighter = _forest(table, memory_budget="300KB")
+    assert tighter.to_json() == ref and tighter.grow_stats_.candidate_runs > tight.grow_stats_.candidate_runs
 
 
 def _candidate_share(clf, n_rows, n_trees):
