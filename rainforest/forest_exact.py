@@ -6,17 +6,18 @@ the data's distinct values (10M rows: a BudgetError).  It now counts as the tree
 (:mod:`rainforest.count_bins`: wide attributes in bins of ranks, keyed ones in their tables' bins)
 and finds each job's exact split as :mod:`rainforest.exact_search` finds a node's:
 
-1. jobs (tree, node) that search a binned attribute are grouped by their attributes (a group's
-   AVC-groups share one layout) and each group's candidate bins are marked
-   (:func:`rainforest.exact_search.candidate_bins_of`);
+1. each job (tree, node) that searches a binned attribute has its candidate bins marked over its
+   own layout, its best split over the bins the target (:func:`mark_candidates`);
 2. the rows of candidate cells are gathered where the level counted them: from each tree's copies
    of its in-bag rows (:func:`rainforest.in_bag.gather_spans`), or by a read of the rows kept in
    memory, the spill folder, the workers' store or the data, routed as the count routed them
    (:class:`rainforest.forest_passes.ForestGather`); the gathering's entries are planned from the
    counts (a candidate cell's rows are its row-count channel) to fit a quarter of the budget, a
-   read per part;
+   read per part, a job too large alone an attribute a read, an attribute too large alone in runs
+   of its bins (:func:`_attribute_split`);
 3. each (cell, value) is summed in row order, as a slot per value holds it, and the refined groups
-   are searched (:func:`rainforest.exact_gather.exact_splits`).
+   are searched (:func:`rainforest.exact_gather.exact_splits`), jobs with the same attributes in
+   the same order (one layout) together.
 
 Bootstrap multiplicities are whole numbers, so bins leave every sum as it was: the trees are those
 one slot per value grows, JSON for JSON.
