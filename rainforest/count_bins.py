@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numba
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from .schema import NUMERIC, Schema
 from .value_keys import KeyBins, key_bin
@@ -67,6 +69,11 @@ class CountedSlots:
     def kernel_args(self) -> tuple:
         """What the counting kernels take: ``shift, missing, n_counted, base, table, table_start``."""
         return self.shift, self.missing, self.n_counted, self.base, self.table, self.table_start
+
+    def kernel_args_or_none(self) -> tuple:
+        """:meth:`kernel_args`, or six None where no attribute is counted in bins (:func:`counted_at`
+        then compiles to the slot itself)."""
+        return self.kernel_args() if self.binned.any() else (None,) * 6
 
     def offsets(self) -> np.ndarray:
         """Offset of each attribute's counted slots (its missing slot included) in an AVC-group
@@ -132,12 +139,22 @@ def counted_slot(s, shift, missing, n_counted, base, table):
     return s >> shift if table.shape[0] == 0 else key_bin(s, base, shift, table)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
 def counted_at(s, a, shift, missing, n_counted, base, table, table_start):
-    """The counted slot of attribute ``a``'s slot ``s`` (:func:`counted_slot`, the
-    arrays of :meth:`CountedSlots.kernel_args`); an attribute counted slot for
-    slot costs one test."""
-    lo, hi = table_start[a], table_start[a + 1]
-    if shift[a] == 0 and lo == hi:
-        return np.uint64(s)
-    return counted_slot(np.uint64(s), shift[a], missing[a], n_counted[a], base[a], table[lo:hi])
+    """The counted slot of attribute ``a``'s slot ``s`` (:func:`counted_slot`, the arrays of
+    :meth:`CountedSlots.kernel_args`; in kernels only).  With ``shift`` None (no attribute counted in
+    bins: :meth:`CountedSlots.kernel_args_or_none`) it is ``s``, compiled without a test: the
+    forest's counting kernels are its hottest loops."""
+    raise NotImplementedError("counted_at is compiled into kernels only")
+
+
+@overload(counted_at, inline="always", jit_options={"cache": True, "nogil": True})
+def _counted_at(s, a, shift, missing, n_counted, base, table, table_start):
+    if isinstance(shift, types.NoneType):
+        return lambda s, a, shift, missing, n_counted, base, table, table_start: np.uint64(s)
+
+    def counted(s, a, shift, missing, n_counted, base, table, table_start):
+        lo, hi = table_start[a], table_start[a + 1]
+        if shift[a] == 0 and lo == hi:
+            return np.uint64(s)
+        return counted_slot(np.uint64(s), shift[a], missing[a], n_counted[a], base[a], table[lo:hi])
+    return counted

@@ -20,12 +20,21 @@ ROW_BLOCK = 4096  # rows a thread routes together through one tree (independent 
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def block_scratch(block):
+    """A thread's scratch for :func:`in_bag_at_depth` over blocks of ``block`` rows: hashes, rows,
+    multiplicities, nodes."""
+    return np.empty(block, np.int64), np.empty(block, np.uint64), np.empty(block, np.int64), np.empty(block, np.uint64)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def in_bag_at_depth(first_row, c0, c1, s1, s2, thresholds, root, depth, S, feature, first_child, slot_branch,
                     branch_offset, slot_cut, missing_branch, n_slots, h, rows, mult, node):
     """The in-bag rows among ``c0:c1`` of a block (identities from ``first_row``) of the tree keyed
     ``(s1, s2)``, moved ``depth`` routing steps from ``root`` (a row that meets a leaf first stays
     there): ``rows[:m]``, their multiplicities ``mult[:m]`` and nodes ``node[:m]``; returns ``m``.
-    Rows of a block go down one level at a time, so the independent steps of different rows overlap."""
+    Rows of a block go down one level at a time, so the independent steps of different rows overlap.
+    (Its callers look up each row's job themselves: dropping the others here, in a further loop,
+    would add a copy to the forest's hottest kernel.)"""
     for i in range(c0, c1):
         h[i - c0] = hash_row(first_row + i, s1, s2)
     m_in = 0
@@ -75,10 +84,7 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
     block = min(n, ROW_BLOCK)
     for ti in numba.prange(trees.shape[0]):
         t = trees[ti]
-        h = np.empty(block, np.int64)
-        rows = np.empty(block, np.uint64)
-        mult = np.empty(block, np.int64)
-        node = np.empty(block, np.uint64)
+        h, rows, mult, node = block_scratch(block)
         for c0 in range(0, n, block):
             m_in = in_bag_at_depth(first_row, c0, min(n, c0 + block), keys1[t], keys2[t], thresholds, roots[t], depth,
                                    S, feature, first_child, slot_branch, branch_offset, slot_cut, missing_branch,
@@ -107,23 +113,21 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
 @numba.njit(cache=True, parallel=True, nogil=True)
 def gather_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roots, feature, first_child,
                   slot_branch, branch_offset, slot_cut, missing_branch, n_slots, job_of_node, attr_start, attrs,
-                  slot_off, job_cells, shift, missing, n_counted, base, table, table_start, candidate, tree_at, fill,
-                  cell_out, value_out, class_out, weight_out):
+                  slot_off, job_cells, shift, missing, n_counted, base, table, table_start, candidate, tree_at, tree_end,
+                  fill, cell_out, value_out, class_out, weight_out):
     """The rows of a block that fall in candidate cells (exact mode, :mod:`rainforest.forest_exact`):
     routed as :func:`count_forest` routes them, a row of tree ``trees[ti]`` at job ``j`` whose counted
     slot of attribute ``q`` is cell ``job_cells[j] + slot_off[q] + slot`` with a candidate number
-    ``candidate[cell] >= 0`` gives an entry (that number, the row's slot, its class, ``m * w[i]`` as counted).  Without ``fill``,
-    ``tree_at[ti]`` becomes the number of tree ``ti``'s entries; with it, they are written from
-    ``tree_at[ti]`` on, in row order (the order of the counts)."""
+    ``candidate[cell] >= 0`` gives an entry (that number, the row's slot, its class, ``m * w[i]`` as
+    counted).  Without ``fill``, ``tree_at[ti]`` becomes the number of tree ``ti``'s entries; with
+    it, they are written from ``tree_at[ti]`` on, in row order (the order of the counts), never at
+    ``tree_end[ti]`` or past it (``tree_at`` still counts them: the caller's check finds the excess)."""
     unit = w.shape[0] == 0
     n = S.shape[0]
     block = min(n, ROW_BLOCK)
     for ti in numba.prange(trees.shape[0]):
         t = trees[ti]
-        h = np.empty(block, np.int64)
-        rows = np.empty(block, np.uint64)
-        mult = np.empty(block, np.int64)
-        node = np.empty(block, np.uint64)
+        h, rows, mult, node = block_scratch(block)
         at = tree_at[ti] if fill else 0
         for c0 in range(0, n, block):
             m_in = in_bag_at_depth(first_row, c0, min(n, c0 + block), keys1[t], keys2[t], thresholds, roots[t], depth,
@@ -134,17 +138,20 @@ def gather_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, ro
                 if j < 0:
                     continue
                 i = rows[u]
+                wt = float(mult[u]) if unit else mult[u] * w[i]
+                if wt == 0.0:  # a row of weight 0 is not counted (counting.add_row): none of its entries
+                    continue
                 for q in range(attr_start[j], attr_start[j + 1]):
                     a = np.uint64(attrs[q])
                     s = S[i, a]
                     cell = job_cells[j] + slot_off[q] + np.int64(counted_at(s, a, shift, missing, n_counted, base,
                                                                              table, table_start))
                     if candidate[cell] >= 0:
-                        if fill:
+                        if fill and at < tree_end[ti]:
                             cell_out[at] = candidate[cell]
                             value_out[at] = s
                             class_out[at] = y[i]
-                            weight_out[at] = float(mult[u]) if unit else mult[u] * w[i]
+                            weight_out[at] = wt
                         at += 1
         tree_at[ti] = at
 

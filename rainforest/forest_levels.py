@@ -118,7 +118,8 @@ class InBagGroups:
         c = self.copies
         count_spans(c.items, c.weights, c.targets, c.target_at, c.width, not c.weighted, self.local[jobs.tree],
                     self.starts, self.ends, jobs.job_of_attr, jobs.attrs, jobs.slot_off, jobs.job_base,
-                    self.grower.count_channels, counts, self.grower.grid, *self.grower.columns.counted.kernel_args())
+                    self.grower.count_channels, counts, self.grower.grid,
+                    *self.grower.columns.counted.kernel_args_or_none())
         return counts, False
 
     def gather(self, jobs, candidate: np.ndarray, counts: np.ndarray, entries: np.ndarray,
@@ -137,7 +138,7 @@ class InBagGroups:
         at = out_at[:-1].copy()
         gather_spans(c.items, c.weights, c.targets, c.target_at, c.width, not c.weighted, self.local[jobs.tree],
                      self.starts, self.ends, jobs.job_of_attr, jobs.attrs, jobs.slot_off, job_cells,
-                     *self.grower.columns.counted.kernel_args(), candidate, at, *out)
+                     *self.grower.columns.counted.kernel_args(), candidate, at, ends, *out)
         if not np.array_equal(at, ends):
             raise AssertionError("gathered rows differ from the counts of their candidate bins")
         return out, False

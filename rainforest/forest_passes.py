@@ -89,7 +89,7 @@ class ForestPass:
     def count(self, state: ForestCounts, S, y, w, first_row: int) -> ForestCounts:
         count_forest(S, y, w, np.int64(first_row), self.depth, self.trees, self.keys1, self.keys2, self.thresholds,
                      self.roots, *self.routing, self.job_of_node, self.attr_start, self.attrs, self.slot_off,
-                     self.job_base, self.n_channels, state.counts, self.grid, *self.columns.counted.kernel_args())
+                     self.job_base, self.n_channels, state.counts, self.grid, *self.columns.counted.kernel_args_or_none())
         return state
 
     def merge(self, a: ForestCounts, b: ForestCounts) -> ForestCounts:
@@ -130,6 +130,7 @@ class Entries:
     parts: list = field(default_factory=list)
     buffer: tuple | None = None
     tree_at: np.ndarray | None = None
+    tree_end: np.ndarray | None = None  # where each tree's entries end in the buffer
 
     def joined(self) -> tuple:
         """``(cell number, slot, class, weight)``, every part's in order."""
@@ -169,7 +170,8 @@ class ForestGather:
         if self.totals is None:
             return Entries()
         return Entries(buffer=Entries.allocate(int(self.totals.sum())),
-                       tree_at=np.concatenate([[0], np.cumsum(self.totals)[:-1]]).astype(np.int64))
+                       tree_at=np.concatenate([[0], np.cumsum(self.totals)[:-1]]).astype(np.int64),
+                       tree_end=np.cumsum(self.totals).astype(np.int64))
 
     def update(self, state: Entries, batch: pa.RecordBatch, first_row: int) -> Entries:
         S, y, w = self.counting.columns.encode(batch)
@@ -187,15 +189,16 @@ class ForestGather:
                 c.job_of_node, c.attr_start, c.attrs, c.slot_off, self.job_cells, *c.columns.counted.kernel_args(),
                 self.candidate)
         if state.buffer is not None:
-            gather_forest(*args, state.tree_at, True, *state.buffer)
+            gather_forest(*args, state.tree_at, state.tree_end, True, *state.buffer)
             return state
         tree_at = np.zeros(len(c.trees), np.int64)
-        gather_forest(*args, tree_at, False, *Entries.allocate(0))  # how many entries each tree has
+        gather_forest(*args, tree_at, tree_at, False, *Entries.allocate(0))  # how many entries each tree has
         n = int(tree_at.sum())
         if n:
             out = Entries.allocate(n)
-            tree_at = np.concatenate([[0], np.cumsum(tree_at)[:-1]]).astype(np.int64)
-            gather_forest(*args, tree_at, True, *out)
+            tree_end = np.cumsum(tree_at)
+            tree_at = tree_end - tree_at
+            gather_forest(*args, tree_at, tree_end, True, *out)
             state.parts.append(out)
         return state
 

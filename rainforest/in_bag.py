@@ -200,14 +200,14 @@ def count_spans(items, weights, targets, target_at, width, unit, job_tree, start
 @numba.njit(cache=True, parallel=True, nogil=True)
 def gather_spans(items, weights, targets, target_at, width, unit, job_tree, starts, ends, job_of_attr, attrs,
                  slot_off, job_cells, shift, missing, n_counted, base, table, table_start, candidate, out_at,
-                 cell_out, value_out, class_out, weight_out):
+                 out_end, cell_out, value_out, class_out, weight_out):
     """The rows of each job's group (as :func:`count_spans` reads them) that fall in candidate cells
     (exact mode, :mod:`rainforest.forest_exact`): for job attribute ``q`` (job ``j = job_of_attr[q]``),
     a row whose counted slot is cell ``job_cells[j] + slot_off[q] + slot`` with a candidate number
     ``candidate[cell] >= 0`` gives an entry (that number, the row's slot, its class, its multiplicity
-    times its weight), written
-    in row order from ``out_at[q]`` on; ``out_at[q]`` ends past the last one written (the caller knows
-    how many there are from the counts, and checks)."""
+    times its weight), written in row order from ``out_at[q]`` on, never at ``out_end[q]`` or past
+    it; ``out_at[q]`` ends past the last one found (the caller knows how many there are from the
+    counts, and checks)."""
     last = weights.shape[2] - 1
     for q in numba.prange(attrs.shape[0]):
         j = job_of_attr[q]
@@ -222,10 +222,11 @@ def gather_spans(items, weights, targets, target_at, width, unit, job_tree, star
             s = rows[u, a]
             cell = first + np.int64(counted_at(s, a, shift, missing, n_counted, base, table, table_start))
             if candidate[cell] >= 0:
-                cell_out[at] = candidate[cell]
-                value_out[at] = s
-                class_out[at] = row_targets[u, target_at]
-                weight_out[at] = float(rows[u, width + 1]) if unit else row_weights[u]
+                if at < out_end[q]:
+                    cell_out[at] = candidate[cell]
+                    value_out[at] = s
+                    class_out[at] = row_targets[u, target_at]
+                    weight_out[at] = float(rows[u, width + 1]) if unit else row_weights[u]
                 at += 1
         out_at[q] = at
 

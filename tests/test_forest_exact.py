@@ -66,6 +66,21 @@ def test_forests_counted_in_bins_are_the_forests_of_one_slot_per_value(table, mo
     assert bool(keys) == (slots == "value keys" and "class_weight" not in kw)  # weights keep every value
 
 
+@pytest.mark.parametrize("budget", ["1GB", "400KB"])
+def test_whole_sample_weights_and_rows_of_weight_zero(table, monkeypatch, budget):
+    """Whole-number sample weights are counted in bins too; rows of weight 0 count as absent in the
+    gathering as in the counts (kept rows' copies drop them, passes skip them)."""
+    data = table.append_column("w", pa.array((np.arange(len(table)) % 4).astype(np.float64)))  # 0, 1, 2, 3
+    with monkeypatch.context() as m:
+        count_one_slot_per_value(m)
+        ref = RandomForestClassifier(n_estimators=4, max_depth=7, max_bins=None, random_state=2).fit(
+            data, target="class", sample_weight="w")
+    clf = RandomForestClassifier(n_estimators=4, max_depth=7, max_bins=None, random_state=2, memory_budget=budget).fit(
+        data, target="class", sample_weight="w")
+    assert clf.grow_stats_.candidate_reads > 0
+    assert clf.to_json() == ref.to_json()
+
+
 def test_a_column_with_a_value_per_row_fits_a_budget_below_its_values(monkeypatch):
     """One node's AVC-group over one slot per value needs more than the budget's half: that forest is
     refused, the one counted in bins fits it, and they are the same forest."""
