@@ -169,7 +169,8 @@ def exact_jobs(grower, jobs, counts: np.ndarray, score: np.ndarray, counter, lev
     job_group[todo] = np.asarray(group_of).ravel()
     rows = np.zeros(n_jobs, np.int64)  # each job's entries: its candidate cells' rows (the row-count channel)
     held = np.flatnonzero(candidate)
-    np.add.at(rows, np.searchsorted(job_cells, held, side="right") - 1, np.rint(counts[held * ch + nc]).astype(np.int64))
+    np.add.at(rows, np.searchsorted(job_cells, held, side="right") - 1,
+              np.rint(counts[held * ch + nc]).astype(np.int64))
     found, passes, room = {}, 0, g.budget // 4
     for lo, hi in pack_jobs(rows[todo] * entry_bytes(ch), room):  # each part one gathering read
         part = todo[lo:hi]

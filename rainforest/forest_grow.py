@@ -357,7 +357,8 @@ class ForestGrower:
             return state, False
         counting = task.counting if isinstance(task, ForestGather) else task  # the pass the store and spill serve
         if write and self.write and self.spill is None:
-            self.spill = Spill(self.params.spill_dir, self.columns.width, column_dtypes(Schema(self.columns.attributes)))
+            self.spill = Spill(self.params.spill_dir, self.columns.width,
+                               column_dtypes(Schema(self.columns.attributes)))
             counting.spill = self.spill.writer(np.zeros(1, np.int64))  # every row to partition 0
         before = self.source.n_passes
         where = "the rows kept on the workers" if self.store is not None and level > 0 else \

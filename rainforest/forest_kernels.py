@@ -64,9 +64,9 @@ def count_forest(S, y, w, first_row, depth, trees, keys1, keys2, thresholds, roo
     the forest's concatenated routing arrays) by ``depth`` routing steps (the pass's jobs are
     nodes of that depth; a row that meets a leaf first stays there), and when the node reached is
     a job ``j`` of the pass, ``m * w[i]`` is added to class ``y[i]``, and one to the row-count
-    channel, at the counted slot (:func:`rainforest.count_bins.counted_at`: exact mode's wide attributes in bins) of each
-    of the job's attributes ``attrs[attr_start[j]:attr_start[j + 1]]`` (its AVC-group starts at
-    ``counts[job_base[j]]``, attribute ``q`` at slot ``slot_off[q]``).
+    channel, at the counted slot (:func:`rainforest.count_bins.counted_at`: exact mode's wide
+    attributes in bins) of each of the job's attributes ``attrs[attr_start[j]:attr_start[j + 1]]``
+    (its AVC-group starts at ``counts[job_base[j]]``, attribute ``q`` at slot ``slot_off[q]``).
 
     Each thread owns whole trees (a job belongs to one tree) and routes a block of rows one level
     at a time, so the independent steps of different rows overlap.  Every count is summed in row

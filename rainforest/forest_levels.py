@@ -128,8 +128,8 @@ class InBagGroups:
         each job attribute's as many as its candidate cells' row counts say, in row order."""
         c, ch = self.copies, self.grower.n_channels
         job_cells = jobs.job_base // ch
-        cell_attr = np.repeat(np.arange(len(jobs.attrs)), np.diff(np.append(job_cells[jobs.job_of_attr] + jobs.slot_off,
-                                                                            jobs.size // ch)))
+        attr_cells = np.append(job_cells[jobs.job_of_attr] + jobs.slot_off, jobs.size // ch)  # where each starts
+        cell_attr = np.repeat(np.arange(len(jobs.attrs)), np.diff(attr_cells))
         rows = np.rint(counts[ch - 1::ch]) * (candidate >= 0)  # each cell's gathered rows
         out_at = np.zeros(len(jobs.attrs) + 1, np.int64)
         np.cumsum(np.bincount(cell_attr, rows, minlength=len(jobs.attrs)).astype(np.int64), out=out_at[1:])

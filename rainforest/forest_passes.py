@@ -89,7 +89,8 @@ class ForestPass:
     def count(self, state: ForestCounts, S, y, w, first_row: int) -> ForestCounts:
         count_forest(S, y, w, np.int64(first_row), self.depth, self.trees, self.keys1, self.keys2, self.thresholds,
                      self.roots, *self.routing, self.job_of_node, self.attr_start, self.attrs, self.slot_off,
-                     self.job_base, self.n_channels, state.counts, self.grid, *self.columns.counted.kernel_args_or_none())
+                     self.job_base, self.n_channels, state.counts, self.grid,
+                     *self.columns.counted.kernel_args_or_none())
         return state
 
     def merge(self, a: ForestCounts, b: ForestCounts) -> ForestCounts:

@@ -168,10 +168,10 @@ def count_spans(items, weights, targets, target_at, width, unit, job_tree, start
 
     Job ``j``'s rows are records ``starts[j]:ends[j]`` of tree ``job_tree[j]``'s copies: the
     multiplicity (times the weight unless ``unit``) goes to the row's class (or target,
-    ``targets[t, u, target_at]``) and one to the row-count
-    channel, at the counted slot (:func:`rainforest.count_bins.counted_at`) of each of the job's
-    attributes (``attrs[q]`` with ``job_of_attr[q] == j``).  Threads take (job, attribute) pairs, each owning its cells, so every cell is summed in row
-    order by one thread.  With ``grid``, a regressor's raw cells get the target's exact parts times
+    ``targets[t, u, target_at]``) and one to the row-count channel, at the counted slot
+    (:func:`rainforest.count_bins.counted_at`) of each of the job's attributes (``attrs[q]`` with
+    ``job_of_attr[q] == j``).  Threads take (job, attribute) pairs, each owning its cells, so every
+    cell is summed in row order by one thread.  With ``grid``, a regressor's raw cells get the target's exact parts times
     the multiplicity, then the multiplicity and one (:mod:`rainforest.target_parts`).
     """
     parts = grid.shape[0] > 0
