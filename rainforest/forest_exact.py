@@ -205,7 +205,7 @@ def _gathered(g, jobs, counts: np.ndarray, cells: np.ndarray, counter, level: in
     """The candidate cells ``cells``' rows gathered by one read and summed: ``(cell, value, counts)`` of
     every distinct (cell, value), in order, and whether the read was a pass over the data."""
     ch = g.n_channels
-    if not len(cells):  # jobs whose bins hold no candidate: nothing to read
+    if not len(cells):  # no candidate bin (jobs, or a categorical attribute): nothing to read
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ch)), False
     job_cells = jobs.job_base // ch
     expected = np.zeros(len(jobs.tree), np.int64)  # each job's entries: its cells' rows (the row-count channel)
@@ -272,11 +272,9 @@ def _attribute_split(g, jobs, counts: np.ndarray, candidate: np.ndarray, j: int,
         g.stats.candidate_runs += len(runs)
     best, passes = None, 0
     for run in runs:
-        values = ValueCounts(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ch)))
-        if run.any():
-            cell, value, cell_counts, from_data = _gathered(g, jobs, counts, lo + np.flatnonzero(run), counter, level)
-            passes += from_data
-            values = ValueCounts(np.zeros(len(cell), np.int64), cell - lo, value, cell_counts)
+        cell, value, cell_counts, from_data = _gathered(g, jobs, counts, lo + np.flatnonzero(run), counter, level)
+        passes += from_data
+        values = ValueCounts(np.zeros(len(cell), np.int64), cell - lo, value, cell_counts)
         split = exact_splits(block[None], run[None], values, np.array([0, size]), g.columns.kinds[[a]],
                              counted.binned[[a]], nc, True, g.crit, g.params, float(g.min_weight_leaf[jobs.tree[j]]),
                              0, np.array([target]))[0]
