@@ -204,12 +204,37 @@ def test_a_signal_during_a_spilling_fit_leaves_nothing_behind(signum, tmp_path):
 def test_sigterm_during_a_spilling_fit_through_the_api_removes_the_folder(tmp_path):
     spill = tmp_path / "spill"
     spill.mkdir()
-    code = ("import sys; from rainforest import DecisionTreeClassifier\n"
+    # A library leaves a SIGTERM handler it did not set alone, SIG_IGN included, and a child inherits
+    # SIG_IGN from a harness that ignores SIGTERM: the child starts as a plain program does, at SIG_DFL.
+    code = ("import signal, sys; signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+            "from rainforest import DecisionTreeClassifier\n"
             "DecisionTreeClassifier(algorithm='write', memory_budget='2MB', max_depth=30, spill_dir=sys.argv[2])"
             ".fit(sys.argv[1], target='class')")
     r = _spill_then_signal([sys.executable, "-c", code, str(KDD), str(spill)], spill, signal.SIGTERM)
-    assert r.returncode != 0 and "Terminated" in r.stderr  # ended by the interrupt the signal became
+    # ended by the interrupt the signal became
+    assert r.returncode != 0 and "Terminated" in r.stderr, (r.returncode, r.stderr[-2000:])
     assert list(spill.iterdir()) == []
+
+
+def test_a_library_call_takes_over_only_default_handlers():
+    """The API's rule (``only_default``): SIGTERM at its default becomes an interrupt while the spill
+    lives; a handler the program set, SIG_IGN included, is left alone; both are restored after."""
+    from rainforest.signals import Terminated, termination_as_interrupt
+
+    saved = signal.getsignal(signal.SIGTERM)
+    try:
+        for before, taken in [(signal.SIG_DFL, True), (signal.SIG_IGN, False)]:
+            signal.signal(signal.SIGTERM, before)
+            with termination_as_interrupt(only_default=True):
+                if taken:
+                    with pytest.raises(Terminated):
+                        signal.raise_signal(signal.SIGTERM)
+                else:
+                    signal.raise_signal(signal.SIGTERM)  # ignored: nothing happens
+                    assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is before
+    finally:
+        signal.signal(signal.SIGTERM, saved)
 
 
 @pytest.mark.slow
