@@ -33,7 +33,7 @@ from .plan import (attribute_groups, counted_slots_for, families, families_to_pu
 from .rows import KeptRows, column_dtypes, label_dtype, row_bytes, slot_dtype, stores_weights
 from .rules import branch_totals, depth_limit, node_criterion, node_totals, split_outcome
 from .schema import Schema
-from .spill import Spill, room_for, spilled_bytes
+from .spill import Spill, room_for, spill_footprint, spilled_bytes
 from .split_choice import search_group
 from .supply import RowSupply
 from .target_parts import NO_GRID, PARTS_CHANNELS, moments_of_parts
@@ -283,7 +283,7 @@ class _Growth:
         if write:
             n_rows = sum(self.nodes.n_node_samples[n] for c in chunks[:n_dense] for g in c for n in g
                          if n not in in_memory)
-            if not room_for(self.params.spill_dir, spilled_bytes(n_rows, self.schema, self.row_weights)):
+            if not room_for(self.params.spill_dir, spill_footprint(n_rows, self.schema, self.row_weights)):
                 self.spill_refused, write = True, False
         return _Level(self.level, chunks, n_dense, write, pull, self.nodes.slot_routing(self.n_slots),
                       set(self.frontier))

@@ -44,6 +44,15 @@ def spilled_bytes(n_rows: int, schema: Schema, weighted: bool) -> int:
     return n_rows * (per_row + (8 if weighted else 0) + 4)
 
 
+def spill_footprint(n_rows: int, schema: Schema, weighted: bool) -> int:
+    """Disk bytes a spill of ``n_rows`` encoded rows may hold at once: the rows (:func:`spilled_bytes`)
+    and, while a read writes each row's routed node back, the partition's next node file beside its
+    current one until it is swapped in (4 bytes a row; a partition may hold every row).  Checked
+    against the rows alone, a disk with room for them but not for the second node file failed with
+    ENOSPC in the middle of a fit (1B rows: 42 GB of rows checked, 46 GB needed)."""
+    return spilled_bytes(n_rows, schema, weighted) + 4 * n_rows
+
+
 def disk_shortfall(parent: str | None, n_bytes: int) -> str | None:
     """Why ``n_bytes`` do not fit the disk of ``parent`` (tempfile's default when None), or None."""
     folder = tempfile.gettempdir() if parent is None else parent

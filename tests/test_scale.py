@@ -304,18 +304,22 @@ def test_the_first_growth_pass_spills_what_memory_cannot_hold(table, tmp_path, m
     assert os.listdir(tmp_path) == []
 
 
-def test_a_disk_too_small_for_the_spill_reads_the_source_instead(table, tmp_path, monkeypatch):
+@pytest.mark.parametrize("free", [1000, 20_000 * 14])
+def test_a_disk_too_small_for_the_spill_reads_the_source_instead(free, table, tmp_path, monkeypatch):
     """Checked before writing: a warning names the folder and the bytes needed, the fit reads the
-    source per level (RF-Read's passes) and grows the same tree; no folder is made."""
+    source per level (RF-Read's passes) and grows the same tree; no folder is made.  The bytes
+    needed are the rows' (9 slots, class code, node: 14 a row) and a second node file (4 a row), which
+    a read writing the routed nodes back holds until it is swapped in: room for the rows alone is not
+    enough (it ended in ENOSPC mid-fit at 1B rows)."""
     import shutil
     from collections import namedtuple
 
     usage = namedtuple("usage", "total used free")
-    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**6, 10**6 - 1000, 1000))
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**7, 10**7 - free, free))
     params = dict(max_bins=64, max_depth=6, memory_budget="300KB")
     read = DecisionTreeClassifier(algorithm="read", **params).fit(table, target="class")
-    with pytest.warns(RuntimeWarning, match=rf"disk \({tmp_path}\) has 1,000 bytes free and the encoded rows need "
-                                            rf"{20_000 * 14:,}"):
+    with pytest.warns(RuntimeWarning, match=rf"disk \({tmp_path}\) has {free:,} bytes free and the encoded rows "
+                                            rf"need {20_000 * 18:,}"):
         clf = DecisionTreeClassifier(spill_dir=str(tmp_path), **params).fit(table, target="class")
     assert clf.tree_.to_json() == read.tree_.to_json()
     assert clf.n_passes_ == read.n_passes_ > 2 and clf.grow_stats_.spill_bytes == 0
