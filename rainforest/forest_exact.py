@@ -32,7 +32,6 @@ from .criteria import node_totals
 from .exact_bins import ValueCounts
 from .exact_gather import exact_splits
 from .plan import bins_allowed, pack_jobs
-from .schema import Schema
 from .split_bounds import candidate_bins, tolerance
 
 
@@ -50,7 +49,7 @@ def forest_counted_slots(columns, source, params, avc_budget: int, max_features:
     :func:`rainforest.plan.counted_slots_for`) where the rows are read again cheaply (kept, spilled,
     or kept by the workers), or where one node's AVC-group over one slot per value would not fit
     ``avc_budget``; else one slot per value, as before."""
-    schema = Schema(columns.attributes)
+    schema = columns.column_schema
     if not bins_allowed(columns.schema, columns.class_weight, source):
         return counted_slots(schema, None)
     binned = counted_slots(schema, params.exact_bins)

@@ -25,7 +25,6 @@ from .nodes import Nodes
 from .plan import lead_of, pack_jobs
 from .rows import KeptRows, column_dtypes
 from .rules import depth_limit, keeps_split, node_criterion, node_totals, pre_leaf, value_weights
-from .schema import Schema
 from .spill import Spill, room_for
 from .target_parts import NO_GRID, PARTS_CHANNELS, widened
 
@@ -358,7 +357,7 @@ class ForestGrower:
         counting = task.counting if isinstance(task, ForestGather) else task  # the pass the store and spill serve
         if write and self.write and self.spill is None:
             self.spill = Spill(self.params.spill_dir, self.columns.width,
-                               column_dtypes(Schema(self.columns.attributes)))
+                               column_dtypes(self.columns.column_schema))
             counting.spill = self.spill.writer(np.zeros(1, np.int64))  # every row to partition 0
         before = self.source.n_passes
         where = "the rows kept on the workers" if self.store is not None and level > 0 else \

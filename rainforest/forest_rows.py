@@ -28,11 +28,12 @@ class Columns:
         if self.combos is not None:
             self.attributes += self.combos.attributes(self.schema.names)
             self.combo_schema = Schema(self.combos.attributes(self.schema.names))
+        self.column_schema = Schema(self.attributes)  # every counted column, combinations included
         self.n_slots = np.array([a.n_slots for a in self.attributes], np.int64)
         self.kinds = np.array([a.kind for a in self.attributes], np.int8)
-        self.dtype = slot_dtype(Schema(self.attributes))
+        self.dtype = slot_dtype(self.column_schema)
         if self.counted is None:
-            self.counted = counted_slots(Schema(self.attributes), None)
+            self.counted = counted_slots(self.column_schema, None)
 
     @property
     def counted_sizes(self) -> np.ndarray:
