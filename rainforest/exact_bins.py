@@ -30,6 +30,7 @@ import numba
 import numpy as np
 
 from .criteria import best_splits, node_totals
+from .plan import pack_jobs
 from .profile_data import midpoint
 from .schema import NUMERIC
 from .split_bounds import candidate_bins, tolerance
@@ -78,6 +79,43 @@ def candidate_mask(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | 
               offsets, kinds, vmin, vmax, n_classes, weighted, criterion, lead,
               np.asarray(targets, np.float64), adjacent, out)
     return out
+
+
+def boundary_mask(avc: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, n_classes: int, weighted: bool,
+                  criterion: int, targets: np.ndarray, lead: int = 0) -> np.ndarray:
+    """Only the bins either side of each bin boundary that scores within
+    :func:`rainforest.split_bounds.tolerance` of the node's target (:func:`candidate_mask` with no bin's
+    own bound counted): the bins whose values any search over some of the candidate bins must hold, so
+    that a boundary that may win has its exact threshold wherever it is searched.  A node whose target
+    is ``-inf`` has no valid boundary split, so none of its bins is marked."""
+    k, n_slots, n_channels = avc.shape
+    out = np.zeros((k, n_slots), np.bool_)
+    if k:
+        _mark(np.ascontiguousarray(avc).reshape(k * n_slots, n_channels), np.arange(k + 1, dtype=np.int64) * n_slots,
+              offsets, kinds, np.full((k, n_slots), np.inf), np.full((k, n_slots), -np.inf), n_classes, weighted,
+              criterion, lead, np.asarray(targets, np.float64), True, out)
+        out[np.asarray(targets) == -np.inf] = False
+    return out
+
+
+def candidate_runs(candidates: np.ndarray, near: np.ndarray, cost: np.ndarray, room: int) -> list[np.ndarray]:
+    """A node's candidate bins (flags over its slots) in *runs* whose gathering (``cost``: bytes per
+    slot) fits ``room``: the ``near`` bins (:func:`boundary_mask`) in every run, the others in
+    consecutive runs, each bin in one (at least one a run, where the near bins leave no room).  The
+    search over each run sees every split inside its own bins and every boundary that may win; a
+    bin left whole hides only splits inside it, which its own run holds.  So the best over the
+    runs (:func:`rainforest.exact_gather.better_split`) is the best over all candidate bins refined at
+    once, with a run's memory, not the node's."""
+    near = near & candidates
+    rest = np.flatnonzero(candidates & ~near)
+    if not len(rest):
+        return [near]
+    runs = []
+    for r0, r1 in pack_jobs(cost[rest], max(room - int(cost[near].sum()), 1)):
+        run = near.copy()
+        run[rest[r0:r1]] = True
+        runs.append(run)
+    return runs
 
 
 @dataclass
@@ -224,5 +262,5 @@ def boundary_targets(avc: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, n_
     return score
 
 
-__all__ = ["NO_SLOT", "ValueCounts", "Refined", "ExactSplit", "boundary_targets", "candidate_mask", "refine",
-           "refined_splits"]
+__all__ = ["NO_SLOT", "ValueCounts", "Refined", "ExactSplit", "boundary_mask", "boundary_targets", "candidate_mask",
+           "candidate_runs", "refine", "refined_splits"]

@@ -316,6 +316,30 @@ def exact_splits(avc, candidates, values: ValueCounts, offsets, kinds, binned, n
     return out
 
 
+def better_split(new, old, missing_rows) -> bool:
+    """Whether the split ``new`` wins over ``old`` (:func:`exact_splits`' tuples, or None), found for one
+    node by searches over different candidate bins (runs, :func:`rainforest.exact_bins.candidate_runs`):
+    the search over all of them at once keeps the highest score, on a tie the first attribute, and
+    within an attribute the split its scan meets first (:func:`scan_position`).  ``missing_rows[a]``:
+    whether attribute ``a``'s missing slot holds rows at the node.  Scores of whole-number counts are
+    the same floats in every run, so the ties are real ties."""
+    if new is None or old is None:
+        return old is None and new is not None
+    if new[0] != old[0]:
+        return new[0] > old[0]
+    if new[1] != old[1]:
+        return new[1] < old[1]
+    return scan_position(new, missing_rows[new[1]]) < scan_position(old, missing_rows[old[1]])
+
+
+def scan_position(split, missing_rows: bool) -> tuple:
+    """Where the numeric search (:func:`rainforest.criteria.attribute_search`) meets ``split``: first
+    its scan with the missing rows right (or with none), ending with the ``+inf`` threshold, then its
+    scan with them left; within a scan, by the rank of the last value going left."""
+    _, _, left, _, inf_threshold, _, branches, _ = split
+    return int(missing_rows and int(branches[-1]) == 0), np.inf if inf_threshold else left
+
+
 def _chunk_splits(avc, candidates, values, offsets, kinds, binned, n_classes, weighted, criterion, params,
                   min_weight_leaf, lead, floor) -> list:
     refined = refine(avc, None, None, offsets, kinds, candidates, values)

@@ -16,44 +16,57 @@ import numpy as np
 
 from .avc import AvcPass
 from .count_bins import group_offsets as group_offsets_of
-from .exact_bins import ValueCounts, boundary_targets, candidate_mask
-from .exact_gather import exact_splits, gather_values, slot_spans
+from .exact_bins import ValueCounts, boundary_mask, boundary_targets, candidate_mask, candidate_runs
+from .exact_gather import better_split, exact_splits, gather_values, slot_spans
 from .split_choice import keep_better
 
 
 def gathering_plan(avc: np.ndarray, candidates: np.ndarray, spans: np.ndarray, n_classes: int, weighted: bool,
                    row_bytes: int, one_value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per node of ``avc``, the bytes a read gathering its candidate bins holds, and which candidate
-    cells it counts in place (*dense*: a row of class counts per rank of the bin, added to as rows
-    stream by, :func:`rainforest.gather_kernels.pick_rows`) rather than picking their rows
-    (``row_bytes`` each) to sum afterwards.  A cell is dense where its row per rank costs no more
+    """Per node and slot of ``avc``, the bytes a read gathering that candidate bin holds (0 elsewhere),
+    and which candidate cells it counts in place (*dense*: a row of class counts per rank of the bin,
+    added to as rows stream by, :func:`rainforest.gather_kernels.pick_rows`) rather than picking their
+    rows (``row_bytes`` each) to sum afterwards.  A cell is dense where its row per rank costs no more
     than its rows picked would: a bin where ranks have rows to spare, whose millions of rows would
     otherwise be picked, sorted and summed.  Unit weights only: a rank's presence is then its class
     counts, and every sum is exact in any order (weighted rows are always picked).  A cell flagged
     in ``one_value`` holds one value at the node: its rows are summed as they stream by (only a
-    block's lone row of it is picked), so it costs nothing that grows with its rows."""
+    block's lone row of it is picked), so it costs nothing that grows with its rows.
+
+    Each cell also holds its values while its node is refined (:func:`value_cell_bytes` a value; as
+    many values as rows picked, or as ranks for a dense cell, at most): for a continuous column every
+    picked row is a value of its own, and the refined group, not the picking, is the gathering's peak."""
+    n_channels = avc.shape[-1]
     rows = avc[..., -1] if weighted else avc[..., :n_classes].sum(axis=-1)
-    dense_bytes = spans * (8 * avc.shape[-1])
+    dense_bytes = spans * (8 * n_channels)
     dense = candidates & (spans > 0) & (dense_bytes <= rows * row_bytes) if not weighted \
         else np.zeros(candidates.shape, np.bool_)
-    cost = np.where(dense, dense_bytes, rows * row_bytes) * candidates
+    cost = np.where(dense, dense_bytes + spans * value_cell_bytes(n_channels),
+                    rows * (row_bytes + value_cell_bytes(n_channels))) * candidates
     if one_value is not None:
-        cost[one_value] = 0
-    return cost.sum(axis=1), dense
+        cost[one_value & candidates] = value_cell_bytes(n_channels)
+    return cost, dense
+
+
+def value_cell_bytes(n_channels: int) -> int:
+    """Bytes a gathered value holds while its node is refined: its row of
+    :class:`rainforest.exact_bins.ValueCounts` (node, slot and value: 24, and its counts) and its refined
+    slot (:func:`rainforest.exact_bins.refine`: counts, low, high, origin and its position: 32 and the counts)."""
+    return 24 + 32 + 16 * n_channels
 
 
 def candidate_bins_of(avc, offsets, kinds, binned, n_classes, weighted, criterion, params, min_weight_leaf,
-                      lead) -> np.ndarray:
+                      lead) -> tuple[np.ndarray, np.ndarray]:
     """The candidate bins (``(k, n_slots)`` flags) of ``k`` nodes' AVC-groups over a group of attributes
     (at ``offsets``; ``binned``: which are counted in bins of ranks), from each node's best split over
-    the bins (:func:`rainforest.exact_bins.candidate_mask`); the slots of other attributes are ranks
-    or categories already, never candidates."""
+    the bins (:func:`rainforest.exact_bins.candidate_mask`), and those targets; the slots of other
+    attributes are ranks or categories already, never candidates."""
     targets = boundary_targets(avc, offsets, kinds, n_classes, weighted, criterion, params.multiway,
                                float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive, lead)
     candidates = candidate_mask(avc, None, None, offsets, kinds, n_classes, weighted, criterion, targets, lead)
     for j in np.flatnonzero(~np.asarray(binned)):
         candidates[:, offsets[j]:offsets[j + 1]] = False
-    return candidates
+    return candidates, targets
 
 
 def picked_row_bytes(weighted: bool, keyed: bool = False, n_channels: int = 0) -> int:
@@ -145,38 +158,72 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
     """The exact splits of ``chunk``'s nodes over ``attrs`` (``growth``: the tree's
     growth state of :mod:`rainforest.grow`; ``level``: the level being grown), some counted in bins: the
     bins searched, the candidate bins' values gathered by further reads of the same rows, as many
-    as the budget's room needs (:func:`gather_groups`), the refined AVC-groups searched."""
+    as the budget's room needs (:func:`gather_groups`; a node too large alone, in runs of its bins,
+    :func:`runs_search`), the refined AVC-groups searched."""
     g = growth
     group_offsets = group_offsets_of(g.offsets, attrs)
     kinds, binned = g.schema.kinds[attrs], g.binned[attrs]
-    candidates = candidate_bins_of(avc, group_offsets, kinds, binned, g.n_classes, g.weighted, g.crit, g.params,
-                                   g.min_weight_leaf, lead)
-    cost, dense = gathering_plan(avc, candidates, slot_spans(g.counted, attrs, group_offsets)[1], g.n_classes,
-                                 g.weighted, g.picked_bytes, g.one_value.mask(chunk, attrs, group_offsets))
+    candidates, targets = candidate_bins_of(avc, group_offsets, kinds, binned, g.n_classes, g.weighted, g.crit,
+                                            g.params, g.min_weight_leaf, lead)
+    cell_cost, dense = gathering_plan(avc, candidates, slot_spans(g.counted, attrs, group_offsets)[1], g.n_classes,
+                                      g.weighted, g.picked_bytes, g.one_value.mask(chunk, attrs, group_offsets))
+    cost = cell_cost.sum(axis=1)
 
     def make_task(node_pos):
         return AvcPass(g.schema, level.routing, node_pos, len(chunk), g.n_channels, g.class_weight, g.weighted, attrs,
                        store=g.supply.store, counted=g.counted, alive=level.alive(len(g.nodes.feature)),
                        n_children=np.asarray(g.nodes.n_children, np.int64))
 
+    def read(idx, cand, from_memory, floor=None):
+        """The refined splits of the nodes at ``idx`` over the candidate bins ``cand``, by one read
+        (a node's below ``floor``, where given, passed over: :func:`exact_splits`)."""
+        values, reads, from_data, picked = gather_values(g.supply, make_task, cand, dense, chunk, idx, from_memory,
+                                                         level.number, len(g.nodes.feature))
+        level.passes += from_data
+        g.stats.candidate_reads += reads
+        g.stats.candidate_values += len(values)
+        g.stats.candidate_rows += picked
+        g.one_value.note([chunk[k] for k in idx], values, attrs, group_offsets)
+        run = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx  # a view when it can
+        return exact_splits(avc[run], cand[run], values, group_offsets, kinds, binned, g.n_classes, g.weighted, g.crit,
+                            g.params, g.min_weight_leaf, lead, floor)
+
     found = [None] * len(chunk)
+    alone = cost > g.gather_room
     for from_memory in (False, True):
         here = np.array([k for k, n in enumerate(chunk) if (n in g.in_memory) == from_memory], np.int64)
-        for idx in gather_groups(cost, here, g.gather_room):
-            values, reads, from_data, picked = gather_values(g.supply, make_task, candidates, dense, chunk, idx,
-                                                             from_memory, level.number, len(g.nodes.feature))
-            level.passes += from_data
-            g.stats.candidate_reads += reads
-            g.stats.candidate_values += len(values)
-            g.stats.candidate_rows += picked
-            g.one_value.note([chunk[k] for k in idx], values, attrs, group_offsets)
-            run = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx  # a view when it can
-            splits = exact_splits(avc[run], candidates[run], values, group_offsets, kinds, binned, g.n_classes,
-                                  g.weighted, g.crit, g.params, g.min_weight_leaf, lead)
-            for k, split in zip(idx, splits):
+        for idx in gather_groups(cost, here[~alone[here]], g.gather_room):
+            for k, split in zip(idx, read(idx, candidates, from_memory)):
                 found[k] = split
-            del values, splits  # a read's cells (millions at 100M rows) are not held through the next read
+        for k in here[alone[here]]:
+            found[k] = runs_search(g, avc[k], candidates, cell_cost[k], k, targets[k], group_offsets, kinds, lead,
+                                   lambda cand, k=k: read(np.array([k]), cand, from_memory, targets[[k]])[0])
     for k, node in enumerate(chunk):
         if found[k] is not None:
             score, j, ls, rs, inf, nb, br, block = found[k]
             keep_better(best, node, score, int(attrs[j]), (ls, rs, inf, nb, br, block, avc[k] if g.subtract else None))
+
+
+def runs_search(g, avc_k: np.ndarray, candidates: np.ndarray, cell_cost: np.ndarray, k: int, target: float,
+                group_offsets: np.ndarray, kinds: np.ndarray, lead: int, search) -> tuple | None:
+    """The exact split of node ``k`` (of the chunk; ``avc_k`` its AVC-group) whose candidate bins'
+    gathering exceeds the room alone: its candidate bins read in runs that fit
+    (:func:`rainforest.exact_bins.candidate_runs`), each searched (``search(candidates)``, one read,
+    splits below ``target`` passed over) and the best kept as the search over all of them at once
+    keeps it (:func:`rainforest.exact_gather.better_split`).  The gathering, and the refined group,
+    so never hold more than the room (and the near bins every run holds), however many rows the
+    node has: the memory follows the budget, at the price of more reads (issue 13, item 2)."""
+    near = boundary_mask(avc_k[None], group_offsets, kinds, g.n_classes, g.weighted, g.crit, np.array([target]),
+                         lead)[0]
+    missing_slots = group_offsets[1:] - 1
+    rows = avc_k[missing_slots, -1] if g.weighted else avc_k[missing_slots, :g.n_classes].sum(axis=-1)
+    runs = candidate_runs(candidates[k], near, cell_cost, g.gather_room)
+    g.stats.candidate_runs += len(runs)
+    best = None
+    for run in runs:
+        cand = np.zeros_like(candidates)
+        cand[k] = run
+        split = search(cand)
+        if better_split(split, best, rows > 0):
+            best = split
+    return best

@@ -29,8 +29,8 @@ import numpy as np
 
 from .count_bins import CountedSlots, counted_slots
 from .criteria import node_totals
-from .exact_bins import ValueCounts
-from .exact_gather import exact_splits
+from .exact_bins import ValueCounts, boundary_mask, candidate_runs
+from .exact_gather import better_split, exact_splits
 from .plan import bins_allowed, pack_jobs
 from .split_bounds import candidate_bins, tolerance
 
@@ -242,32 +242,26 @@ def _attribute_split(g, jobs, counts: np.ndarray, candidate: np.ndarray, j: int,
                      level: int) -> tuple:
     """The exact split of job ``j`` over its ``q``-th attribute alone.  Where that attribute's candidate
     rows exceed the room too (a node its attributes split only weakly makes most bins candidates),
-    its candidate bins are gathered in *runs* that fit: the bins beside every boundary within
+    its candidate bins are gathered in *runs* that fit (:func:`rainforest.exact_bins.candidate_runs`,
+    as the tree's :func:`rainforest.exact_search.runs_search`): the bins beside every boundary within
     tolerance of ``target`` are refined in every run, so any split that may win has both its
     neighbours' values wherever it is searched, and the other candidate bins are refined one run at a
     time, whole in the others (a whole bin hides only the splits inside it, which its own run holds).
     The best over the runs is the best of the attribute: scores are the same whole-number sums in
-    every run, and ties go to the earlier run (the earlier values)."""
+    every run, and a tie goes to the split the scan over all of them meets first
+    (:func:`rainforest.exact_gather.better_split`)."""
     ch, nc, counted = g.n_channels, g.label_channels, g.columns.counted
     at = int(jobs.attr_start[j]) + q
     a, lo = int(jobs.attrs[at]), int(jobs.job_base[j] // ch + jobs.slot_off[at])
     size = int(g.columns.counted_sizes[a])
     block = counts[lo * ch:(lo + size) * ch].reshape(size, ch)
     cand = candidate[lo:lo + size]
-    rows = np.rint(block[:, ch - 1]).astype(np.int64) * cand
-    room = g.budget // 4
+    cost = np.rint(block[:, ch - 1]).astype(np.int64) * cand * entry_bytes(ch)
     runs = [cand]
-    if int(rows.sum()) * entry_bytes(ch) > room:
-        near = np.zeros(size, np.bool_)
-        boundary_bins(block, size - 1, nc, g.crit, target, near)
-        near &= cand
-        rest = np.flatnonzero(cand & ~near)
-        runs = []
-        for r0, r1 in pack_jobs(rows[rest] * entry_bytes(ch), max(room - int(rows[near].sum()) * entry_bytes(ch), 1)):
-            run = near.copy()
-            run[rest[r0:r1]] = True
-            runs.append(run)
-        runs = runs or [near]
+    if int(cost.sum()) > g.budget // 4:
+        offsets, kinds = np.array([0, size]), g.columns.kinds[[a]]
+        near = boundary_mask(block[None], offsets, kinds, nc, True, g.crit, np.array([target]))[0]
+        runs = candidate_runs(cand, near, cost, g.budget // 4)
         g.stats.candidate_runs += len(runs)
     best, passes = None, 0
     for run in runs:
@@ -277,22 +271,9 @@ def _attribute_split(g, jobs, counts: np.ndarray, candidate: np.ndarray, j: int,
         split = exact_splits(block[None], run[None], values, np.array([0, size]), g.columns.kinds[[a]],
                              counted.binned[[a]], nc, True, g.crit, g.params, float(g.min_weight_leaf[jobs.tree[j]]),
                              0, np.array([target]))[0]
-        if split is not None and (best is None or split[0] > best[0]):
+        if better_split(split, best, [block[size - 1, ch - 1] > 0]):
             best = split
     return best, passes
-
-
-@numba.njit(cache=True, nogil=True)
-def boundary_bins(block, m, n_classes, criterion, target, out):
-    """Mark in ``out`` only the non-empty bins either side of each boundary of an attribute's bins
-    (``block``: its ``m`` bins, then its missing slot) whose split scores within tolerance of
-    ``target``: :func:`rainforest.split_bounds.candidate_bins` with no bin's bound counted (``vmin``
-    above ``vmax``)."""
-    total, n_total, wn, parent_imp = node_totals(block, np.array([0, m + 1]), 0, n_classes, True, criterion)
-    tol = tolerance(target) if target != -np.inf else 0.0
-    above = np.full(m, np.inf)
-    candidate_bins(block, above, -above, 0, m, n_classes, True, total, wn, parent_imp, criterion, target, tol, True,
-                   out[:m])
 
 
 def _group_avc(jobs, counts: np.ndarray, J: np.ndarray, ch: int) -> tuple:

@@ -89,6 +89,7 @@ class GrowStats:
     candidate_reads: int = 0  # exact mode: second reads of a chunk's rows for its candidate bins' values
     candidate_values: int = 0  # exact mode: (node, attribute, value) cells those reads summed
     candidate_rows: int = 0  # exact mode: rows those reads picked to sort (a bin of one value, or dense, is summed)
+    candidate_runs: int = 0  # exact mode: reads of a node whose candidate bins exceeded the room alone, a run each
     subtracted_nodes: int = 0  # AVC-groups made by histogram subtraction, their rows not counted
 
     @property

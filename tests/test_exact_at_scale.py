@@ -61,16 +61,20 @@ def test_nodes_refined_a_chunk_at_a_time_give_the_same_tree(monkeypatch):
 @pytest.mark.parametrize("budget", [None, "1500KB"])
 def test_gathering_without_room_reads_a_node_at_a_time_for_the_same_tree(monkeypatch, budget):
     """The gathering's memory is bounded (exact_search.gather_groups): nodes whose candidate rows
-    exceed the room are gathered in further reads of the level's rows, down to one node a read.
-    With no room at all (every node alone), kept rows or spilled, the tree is the same; the reads
-    are more, and the two sets of reads are counted."""
+    exceed the room are gathered in further reads of the level's rows, down to one node a read, and
+    a node too large alone in runs of its bins (exact_search.runs_search). With no room at all
+    (every node alone, each candidate bin a run with the bins beside near-winning boundaries), kept
+    rows or spilled, the tree is the same; the reads are more, and the two sets of reads are counted."""
     table = pq.read_table(dataset_path("magic"))
     kw = dict(max_bins=None, max_depth=8) | ({"memory_budget": budget} if budget else {})
     roomy = DecisionTreeClassifier(**kw).fit(table, target="class")
     monkeypatch.setattr(grow, "gathering_room", lambda budget: 0)  # room for nothing: a node a read
     cramped = DecisionTreeClassifier(**kw).fit(table, target="class")
     assert cramped.tree_.to_json() == roomy.tree_.to_json()
-    assert cramped.grow_stats_.candidate_values == roomy.grow_stats_.candidate_values
+    assert roomy.grow_stats_.candidate_runs == 0 < cramped.grow_stats_.candidate_runs
+    assert cramped.grow_stats_.candidate_reads == cramped.grow_stats_.candidate_runs  # every node in runs
+    # the near bins are summed in each of their node's runs, every other candidate bin once
+    assert cramped.grow_stats_.candidate_values >= roomy.grow_stats_.candidate_values
     if budget is None:  # room for all: a read a level; without: a read per node with candidate bins
         assert roomy.grow_stats_.candidate_reads <= cramped.get_depth()
         assert cramped.grow_stats_.candidate_reads > 3 * roomy.grow_stats_.candidate_reads
