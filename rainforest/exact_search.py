@@ -81,10 +81,11 @@ def picked_row_bytes(weighted: bool, keyed: bool = False, n_channels: int = 0) -
     return max(2 * picked, picked + 4 + 12 + 8 * n_channels)  # joined, order, cells (cell, key, counts)
 
 
-def gathering_room(budget_bytes: int) -> int:
+def gathering_room(budget_bytes: int, spare: int = 0) -> int:
     """Bytes a read gathering candidate values may hold: a quarter of the budget, the share a data
-    pass's batches use (a gathering read is never in flight beside a counting one)."""
-    return budget_bytes // 4
+    pass's batches use (a gathering read is never in flight beside a counting one), and ``spare``, a
+    share nothing else holds meanwhile (the kept rows' quarter while no rows are kept): fewer reads."""
+    return budget_bytes // 4 + spare
 
 
 def gather_groups(cost: np.ndarray, positions: np.ndarray, room: int) -> list[np.ndarray]:
@@ -188,15 +189,15 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
         return exact_splits(avc[run], cand[run], values, group_offsets, kinds, binned, g.n_classes, g.weighted, g.crit,
                             g.params, g.min_weight_leaf, lead, floor)
 
-    found = [None] * len(chunk)
-    alone = cost > g.gather_room
+    found, room = [None] * len(chunk), g.room_to_gather()
+    alone = cost > room
     for from_memory in (False, True):
         here = np.array([k for k, n in enumerate(chunk) if (n in g.in_memory) == from_memory], np.int64)
-        for idx in gather_groups(cost, here[~alone[here]], g.gather_room):
+        for idx in gather_groups(cost, here[~alone[here]], room):
             for k, split in zip(idx, read(idx, candidates, from_memory)):
                 found[k] = split
         for k in here[alone[here]]:
-            found[k] = runs_search(g, avc[k], candidates, cell_cost[k], k, targets[k], group_offsets, kinds, lead,
+            found[k] = runs_search(g, avc[k], candidates, cell_cost[k], k, targets[k], group_offsets, kinds, lead, room,
                                    lambda cand, k=k: read(np.array([k]), cand, from_memory, targets[[k]])[0])
     for k, node in enumerate(chunk):
         if found[k] is not None:
@@ -205,9 +206,9 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
 
 
 def runs_search(g, avc_k: np.ndarray, candidates: np.ndarray, cell_cost: np.ndarray, k: int, target: float,
-                group_offsets: np.ndarray, kinds: np.ndarray, lead: int, search) -> tuple | None:
+                group_offsets: np.ndarray, kinds: np.ndarray, lead: int, room: int, search) -> tuple | None:
     """The exact split of node ``k`` (of the chunk; ``avc_k`` its AVC-group) whose candidate bins'
-    gathering exceeds the room alone: its candidate bins read in runs that fit
+    gathering exceeds the ``room`` alone: its candidate bins read in runs that fit
     (:func:`rainforest.exact_bins.candidate_runs`), each searched (``search(candidates)``, one read,
     splits below ``target`` passed over) and the best kept as the search over all of them at once
     keeps it (:func:`rainforest.exact_gather.better_split`).  The gathering, and the refined group,
@@ -217,7 +218,7 @@ def runs_search(g, avc_k: np.ndarray, candidates: np.ndarray, cell_cost: np.ndar
                          lead)[0]
     missing_slots = group_offsets[1:] - 1
     rows = avc_k[missing_slots, -1] if g.weighted else avc_k[missing_slots, :g.n_classes].sum(axis=-1)
-    runs = candidate_runs(candidates[k], near, cell_cost, g.gather_room)
+    runs = candidate_runs(candidates[k], near, cell_cost, room)
     g.stats.candidate_runs += len(runs)
     best = None
     for run in runs:

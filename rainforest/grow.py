@@ -205,11 +205,11 @@ class _Growth:
         # RF-Hybrid: rows of nodes whose families fit a quarter of the budget are kept in memory by
         # a data pass; their subtrees are then counted over those rows, costing no data pass.
         # Not from a distributed source: its passes return only AVC-groups, never rows.
-        self.memory_rows = max(0, budget_bytes // 4 - params.held_bytes) // row_bytes(schema, self.row_weights) \
-            if params.hybrid and self.local else 0
+        self.kept_room = max(0, budget_bytes // 4 - params.held_bytes) if params.hybrid and self.local else 0
+        self.memory_rows = self.kept_room // row_bytes(schema, self.row_weights)
         self.counted = counted_slots_for(supply, schema, params, class_weight, self.count_channels, avc_budget,
                                          self.memory_rows)
-        self.gather_room = gathering_room(budget_bytes)  # exact_search.gather_groups
+        self.budget_bytes = budget_bytes
         self.picked_bytes = picked_row_bytes(self.weighted, bool(self.counted.keyed.any()), self.count_channels)
         self.binned = self.counted.binned
         self.offsets = self.counted.offsets()  # of the counted slots in an AVC-group
@@ -246,6 +246,12 @@ class _Growth:
         self.level = 0
         self.in_memory: set[int] = set()  # RF-Hybrid's nodes whose rows are kept (self.memory_rows)
         self.spill_refused = False  # the spill folder's disk is too small: read the source instead
+
+    def room_to_gather(self) -> int:
+        """The bytes a read gathering candidate values may hold now (:func:`rainforest.exact_search.gathering_room`),
+        with the quarter RF-Hybrid keeps rows in while it keeps none (rows spilled or read from the
+        source: 100M Agrawal rows with value keys never fit it)."""
+        return gathering_room(self.budget_bytes, self.kept_room if self.supply.kept is None else 0)
 
     # -- plan ----------------------------------------------------------------------------------
     def plan_level(self) -> _Level:

@@ -17,6 +17,11 @@ from conftest import dataset_path
 from rainforest import DecisionTreeClassifier, exact_search, grow, plan, tree_setup
 from rainforest.exact_gather import better_split, scan_position
 from rainforest.grow import GrowParams
+from rainforest.storage import DaskSource, ParquetSource
+
+# dask's own Parquet reader calls a pandas method pandas deprecates; not ours to fix
+pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning",
+                                        "ignore:The inplace keyword:FutureWarning")
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +59,7 @@ def test_runs_break_ties_as_the_search_over_every_value(seed, monkeypatch):
     _counting(monkeypatch, 0)
     reference = DecisionTreeClassifier(max_bins=None, max_depth=6, criterion=criterion).fit(table, target="y")
     _counting(monkeypatch, 16)
-    monkeypatch.setattr(grow, "gathering_room", lambda budget: 3000)
+    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: 3000)
     runs = DecisionTreeClassifier(max_bins=None, max_depth=6, criterion=criterion).fit(table, target="y")
     assert runs.grow_stats_.binned_attributes == 3 and runs.grow_stats_.candidate_runs > 100
     assert runs.tree_.to_json() == reference.tree_.to_json()
@@ -80,11 +85,38 @@ def test_nodes_searched_in_runs_give_the_same_tree(case, monkeypatch):
         table = table.append_column("w", pa.array(np.random.default_rng(2).integers(0, 4, table.num_rows)))
         fit["sample_weight"] = "w"
     roomy = DecisionTreeClassifier(max_bins=None, **params).fit(table, **fit)
-    monkeypatch.setattr(grow, "gathering_room", lambda budget: room)
+    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: room)
     cramped = DecisionTreeClassifier(max_bins=None, **params).fit(table, **fit)
     assert roomy.grow_stats_.candidate_runs == 0 < cramped.grow_stats_.candidate_runs
     assert cramped.grow_stats_.candidate_reads > roomy.grow_stats_.candidate_reads
     assert cramped.tree_.to_json() == roomy.tree_.to_json()
+
+
+@pytest.mark.parametrize("road", ["dask-store", "read"])
+def test_runs_read_the_workers_store_or_the_data(road, magic_files, monkeypatch):
+    """Runs read wherever the level read its rows: a Dask source's kept partitions (threaded
+    scheduler), or, under ``algorithm="read"``, the data, each run then a pass counted in
+    ``n_passes_``.  The tree is the Parquet source's with room for every node in one read."""
+    params = dict(max_bins=None, max_depth=5)
+    if road == "read":
+        params["algorithm"] = "read"
+        params["memory_budget"] = "300KB"  # the AVC half cannot hold a node's slots per value: bins
+    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: 1 << 40)  # room for every node at once
+    want = DecisionTreeClassifier(**params).fit(ParquetSource(magic_files), target="class")
+    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: 20_000)
+    if road == "read":
+        source = ParquetSource(magic_files)
+    else:
+        dd = pytest.importorskip("dask.dataframe")
+        source = DaskSource(dd.read_parquet(magic_files))
+    got = DecisionTreeClassifier(**params).fit(source, target="class")
+    assert want.grow_stats_.candidate_runs == 0 < got.grow_stats_.candidate_runs
+    assert got.tree_.to_json() == want.tree_.to_json()
+    if road == "read":  # every gathering read a pass over the data, the runs' among them
+        assert got.n_passes_ == want.n_passes_ + got.grow_stats_.candidate_reads - want.grow_stats_.candidate_reads
+        assert got.n_passes_ > want.n_passes_
+    else:  # the workers' store serves every run: no pass over the data
+        assert got.n_passes_ == want.n_passes_
 
 
 def _continuous_table() -> pa.Table:
@@ -103,7 +135,7 @@ def test_a_read_of_a_node_in_runs_holds_the_room(monkeypatch):
     table = _continuous_table()
     reference = DecisionTreeClassifier(max_bins=None, max_depth=6).fit(table, target="y")
     room = 20_000
-    monkeypatch.setattr(grow, "gathering_room", lambda budget: room)
+    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: room)
     held = []
     gather = exact_search.gather_values
 
