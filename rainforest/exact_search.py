@@ -17,42 +17,55 @@ import numpy as np
 from .avc import AvcPass
 from .count_bins import group_offsets as group_offsets_of
 from .exact_bins import ValueCounts, boundary_mask, boundary_targets, candidate_mask, candidate_runs
-from .exact_gather import better_split, exact_splits, gather_values, slot_spans
+from .exact_gather import REFINED_SLOTS, better_split, exact_splits, gather_values, slot_spans
 from .split_choice import keep_better
 
 
 def gathering_plan(avc: np.ndarray, candidates: np.ndarray, spans: np.ndarray, n_classes: int, weighted: bool,
-                   row_bytes: int, one_value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per node and slot of ``avc``, the bytes a read gathering that candidate bin holds (0 elsewhere),
-    and which candidate cells it counts in place (*dense*: a row of class counts per rank of the bin,
-    added to as rows stream by, :func:`rainforest.gather_kernels.pick_rows`) rather than picking their
-    rows (``row_bytes`` each) to sum afterwards.  A cell is dense where its row per rank costs no more
-    than its rows picked would: a bin where ranks have rows to spare, whose millions of rows would
-    otherwise be picked, sorted and summed.  Unit weights only: a rank's presence is then its class
-    counts, and every sum is exact in any order (weighted rows are always picked).  A cell flagged
-    in ``one_value`` holds one value at the node: its rows are summed as they stream by (only a
-    block's lone row of it is picked), so it costs nothing that grows with its rows.
-
-    Each cell also holds its values while its node is refined (:func:`value_cell_bytes` a value; as
-    many values as rows picked, or as ranks for a dense cell, at most): for a continuous column every
-    picked row is a value of its own, and the refined group, not the picking, is the gathering's peak."""
-    n_channels = avc.shape[-1]
-    rows = avc[..., -1] if weighted else avc[..., :n_classes].sum(axis=-1)
-    dense_bytes = spans * (8 * n_channels)
+                   row_bytes: int, one_value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per node and slot of ``avc``: the bytes a read gathering that candidate bin holds while it reads
+    (0 elsewhere), at most how many values it yields, and whether it is counted in place (*dense*: a
+    row of class counts per rank of the bin, added to as rows stream by,
+    :func:`rainforest.gather_kernels.pick_rows`) rather than by picking its rows (``row_bytes`` each)
+    to sum afterwards.  A cell is dense where its row per rank costs no more than its rows picked
+    would: a bin where ranks have rows to spare, whose millions of rows would otherwise be picked,
+    sorted and summed.  Unit weights only: a rank's presence is then its class counts, and every sum
+    is exact in any order (weighted rows are always picked).  A cell flagged in ``one_value`` holds
+    one value at the node: its rows are summed as they stream by (only a block's lone row of it is
+    picked), so it costs nothing that grows with its rows.  A picked cell yields at most a value a
+    row (a continuous column's rows are mostly values of their own), a dense one a value a rank."""
+    rows = np.rint(avc[..., -1] if weighted else avc[..., :n_classes].sum(axis=-1)).astype(np.int64)
+    dense_bytes = spans * (8 * avc.shape[-1])
     dense = candidates & (spans > 0) & (dense_bytes <= rows * row_bytes) if not weighted \
         else np.zeros(candidates.shape, np.bool_)
-    cost = np.where(dense, dense_bytes + spans * value_cell_bytes(n_channels),
-                    rows * (row_bytes + value_cell_bytes(n_channels))) * candidates
+    cost = np.where(dense, dense_bytes, rows * row_bytes) * candidates
+    values = np.where(dense, spans, rows) * candidates
     if one_value is not None:
-        cost[one_value & candidates] = value_cell_bytes(n_channels)
-    return cost, dense
+        one = one_value & candidates
+        cost[one], values[one] = 0, 1
+    return cost, values, dense
 
 
-def value_cell_bytes(n_channels: int) -> int:
-    """Bytes a gathered value holds while its node is refined: its row of
-    :class:`rainforest.exact_bins.ValueCounts` (node, slot and value: 24, and its counts) and its refined
-    slot (:func:`rainforest.exact_bins.refine`: counts, low, high, origin and its position: 32 and the counts)."""
-    return 24 + 32 + 16 * n_channels
+def held_value_bytes(n_channels: int) -> int:
+    """Bytes a gathered value holds through its read's search: its row of
+    :class:`rainforest.exact_bins.ValueCounts` (node, slot and value: 24, and its counts)."""
+    return 24 + 8 * n_channels
+
+
+def refined_slot_bytes(n_channels: int) -> int:
+    """Bytes a slot of a refined group holds while it is searched (:func:`rainforest.exact_bins.refine`:
+    its counts, low, high and origin: 24, and its refined position: 8)."""
+    return 32 + 8 * n_channels
+
+
+def read_bytes(cost: int, values: int, n_slots: int, n_nodes: int, widest: int, n_channels: int) -> int:
+    """Bytes a read gathering ``n_nodes`` nodes (AVC-groups of ``n_slots`` slots) holds at its peak: the
+    cells' picking (``cost``), the ``values`` they yield, and the refined groups of one chunk of nodes
+    (:func:`rainforest.exact_gather.exact_splits` refines about ``REFINED_SLOTS`` slots at a time, a
+    node's whole group at least: ``widest``, the largest node's slots and values)."""
+    slots = n_nodes * n_slots + values
+    return cost + values * held_value_bytes(n_channels) + \
+        refined_slot_bytes(n_channels) * min(slots, max(REFINED_SLOTS, widest))
 
 
 def candidate_bins_of(avc, offsets, kinds, binned, n_classes, weighted, criterion, params, min_weight_leaf,
@@ -88,18 +101,21 @@ def gathering_room(budget_bytes: int, spare: int = 0) -> int:
     return budget_bytes // 4 + spare
 
 
-def gather_groups(cost: np.ndarray, positions: np.ndarray, room: int) -> list[np.ndarray]:
-    """``positions`` (of nodes read from one place) in consecutive groups whose gathering (``cost``:
-    per node, the bytes :func:`gathering_plan` finds) stays within ``room`` bytes: each group is one
-    read of the level's rows, and a node whose gathering alone exceeds the room is a group of its
-    own.  The gathering's memory is so bounded by the budget, not by the rows (issue 13, item 2),
-    at the price of further reads."""
-    groups, first, held = [], 0, 0.0
-    for i, e in enumerate(cost[positions]):
-        if i > first and held + e > room:
+def gather_groups(cost: np.ndarray, values: np.ndarray, positions: np.ndarray, room: int, n_slots: int,
+                  n_channels: int) -> list[np.ndarray]:
+    """``positions`` (of nodes read from one place) in consecutive groups whose gathering
+    (:func:`read_bytes` of the nodes' ``cost`` and ``values``, :func:`gathering_plan`'s summed per node)
+    stays within ``room`` bytes: each group is one read of the level's rows, and a node whose
+    gathering alone exceeds the room is a group of its own.  The gathering's memory is so bounded
+    by the budget, not by the rows (issue 13, item 2), at the price of further reads."""
+    groups, first, held, yielded, widest = [], 0, 0, 0, 0
+    for i, p in enumerate(positions):
+        own = n_slots + int(values[p])
+        if i > first and read_bytes(held + int(cost[p]), yielded + int(values[p]), n_slots, i - first + 1,
+                                    max(widest, own), n_channels) > room:
             groups.append(positions[first:i])
-            first, held = i, 0.0
-        held += e
+            first, held, yielded, widest = i, 0, 0, 0
+        held, yielded, widest = held + int(cost[p]), yielded + int(values[p]), max(widest, own)
     return groups + [positions[first:]] if len(positions) else []
 
 
@@ -166,9 +182,11 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
     kinds, binned = g.schema.kinds[attrs], g.binned[attrs]
     candidates, targets = candidate_bins_of(avc, group_offsets, kinds, binned, g.n_classes, g.weighted, g.crit,
                                             g.params, g.min_weight_leaf, lead)
-    cell_cost, dense = gathering_plan(avc, candidates, slot_spans(g.counted, attrs, group_offsets)[1], g.n_classes,
-                                      g.weighted, g.picked_bytes, g.one_value.mask(chunk, attrs, group_offsets))
-    cost = cell_cost.sum(axis=1)
+    cell_cost, cell_values, dense = gathering_plan(avc, candidates, slot_spans(g.counted, attrs, group_offsets)[1],
+                                                   g.n_classes, g.weighted, g.picked_bytes,
+                                                   g.one_value.mask(chunk, attrs, group_offsets))
+    cost, values = cell_cost.sum(axis=1), cell_values.sum(axis=1)
+    n_slots, ch = avc.shape[1], avc.shape[2]
 
     def make_task(node_pos):
         return AvcPass(g.schema, level.routing, node_pos, len(chunk), g.n_channels, g.class_weight, g.weighted, attrs,
@@ -190,15 +208,21 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
                             g.params, g.min_weight_leaf, lead, floor)
 
     found, room = [None] * len(chunk), g.room_to_gather()
-    alone = cost > room
+    alone = np.array([read_bytes(cost[k], values[k], n_slots, 1, n_slots + values[k], ch) > room
+                      for k in range(len(chunk))], np.bool_)
+    # a run holds its cells' picking, their values as held and as refined (a run's node is refined
+    # whole), beside the node's whole bins refined: what is left of the room for its cells, or half
+    # the room where the bins take more (a budget of a few MB): no run sheds them, and reads stay few
+    run_cost = cell_cost + cell_values * (held_value_bytes(ch) + refined_slot_bytes(ch))
+    run_room = max(room - n_slots * refined_slot_bytes(ch), room // 2)
     for from_memory in (False, True):
         here = np.array([k for k, n in enumerate(chunk) if (n in g.in_memory) == from_memory], np.int64)
-        for idx in gather_groups(cost, here[~alone[here]], room):
+        for idx in gather_groups(cost, values, here[~alone[here]], room, n_slots, ch):
             for k, split in zip(idx, read(idx, candidates, from_memory)):
                 found[k] = split
         for k in here[alone[here]]:
-            found[k] = runs_search(g, avc[k], candidates, cell_cost[k], k, targets[k], group_offsets, kinds, lead, room,
-                                   lambda cand, k=k: read(np.array([k]), cand, from_memory, targets[[k]])[0])
+            found[k] = runs_search(g, avc[k], candidates, run_cost[k], k, targets[k], group_offsets, kinds, lead,
+                                   run_room, lambda cand, k=k: read(np.array([k]), cand, from_memory, targets[[k]])[0])
     for k, node in enumerate(chunk):
         if found[k] is not None:
             score, j, ls, rs, inf, nb, br, block = found[k]

@@ -237,15 +237,16 @@ def test_dense_cells_give_the_tree_of_picked_rows(monkeypatch):
     plan = exact_search.gathering_plan
 
     def spy(*args, **kw):
-        cost, dense = plan(*args, **kw)
+        cost, values, dense = plan(*args, **kw)
         dense_seen.append(int(dense.sum()))
-        return cost, dense
+        return cost, values, dense
 
     monkeypatch.setattr(exact_search, "gathering_plan", spy)
     counted = DecisionTreeClassifier(max_bins=None, max_depth=7).fit(table, target="class")
     assert sum(dense_seen) > 0
     monkeypatch.setattr(exact_search, "gathering_plan",
-                        lambda *a, **kw: (lambda cost, dense: (cost, np.zeros_like(dense)))(*plan(*a, **kw)))
+                        lambda *a, **kw: (lambda cost, values, dense: (cost, values, np.zeros_like(dense)))(
+                            *plan(*a, **kw)))
     picked = DecisionTreeClassifier(max_bins=None, max_depth=7).fit(table, target="class")
     assert picked.tree_.to_json() == counted.tree_.to_json()
     assert picked.grow_stats_.candidate_values == counted.grow_stats_.candidate_values

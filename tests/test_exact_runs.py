@@ -128,9 +128,9 @@ def _continuous_table() -> pa.Table:
 
 
 def test_a_read_of_a_node_in_runs_holds_the_room(monkeypatch):
-    """The gathering's values (each held while its node is refined: exact_search.value_cell_bytes) in
-    any read stay within the room, where the node's candidate values in one piece hold over seven
-    times that.  A mutation that reads the node whole (one run) gives the same tree and fails the
+    """The gathering's values (each held through the search and refined: exact_search.held_value_bytes,
+    refined_slot_bytes) in any read stay within the room, where the node's candidate values in one
+    piece hold over seven times that.  A mutation that reads the node whole (one run) gives the same tree and fails the
     bound."""
     table = _continuous_table()
     reference = DecisionTreeClassifier(max_bins=None, max_depth=6).fit(table, target="y")
@@ -141,7 +141,8 @@ def test_a_read_of_a_node_in_runs_holds_the_room(monkeypatch):
 
     def spy(*args, **kwargs):
         out = gather(*args, **kwargs)
-        held.append(len(out[0]) * exact_search.value_cell_bytes(2))  # two classes, unweighted: two channels
+        per_value = exact_search.held_value_bytes(2) + exact_search.refined_slot_bytes(2)  # two classes, unweighted
+        held.append(len(out[0]) * per_value)
         return out
 
     monkeypatch.setattr(exact_search, "gather_values", spy)
