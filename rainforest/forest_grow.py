@@ -23,9 +23,9 @@ from .in_bag import InBagCopies, in_bag_fraction
 from .meter import PassMeter
 from .nodes import Nodes
 from .plan import lead_of, pack_jobs
-from .rows import KeptRows, column_dtypes
+from .rows import KeptRows, column_dtypes, label_dtype
 from .rules import depth_limit, keeps_split, node_criterion, node_totals, pre_leaf, value_weights
-from .spill import Spill, room_for
+from .spill import Spill, room_for, spilled_row_bytes
 from .target_parts import NO_GRID, PARTS_CHANNELS, widened
 
 TREES_PER_THREAD = 2  # trees grown at once from copies of their in-bag rows, per Numba thread
@@ -152,8 +152,9 @@ class ForestGrower:
         # The row store on disk: rows that do not fit memory are written once, in row order, by the first
         # growth pass, and every later pass reads them there (the multiplicities come from the positions).
         self.write = params.write and local and not self.keep and n_rows > 0 and self.max_depth > 1
-        if self.write:  # slots, class code (at most 4 bytes), weight, node
-            self.write = room_for(params.spill_dir, n_rows * (columns.row_bytes() + 4))
+        if self.write:  # as the spill stores them: each column in its own narrowest type, class code, weight, node
+            self.write = room_for(params.spill_dir, n_rows * spilled_row_bytes(
+                column_dtypes(columns.column_schema), label_dtype(columns.schema.label), columns.weighted))
         self.spill: Spill | None = None
         # A source that keeps partitions where they are read (a Dask cluster's workers): the first growth
         # pass encodes each partition there and every later level counts what the workers keep (up to a

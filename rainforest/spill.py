@@ -40,8 +40,14 @@ from .signals import termination_as_interrupt
 def spilled_bytes(n_rows: int, schema: Schema, weighted: bool) -> int:
     """Bytes that ``n_rows`` encoded rows take in the spill folder: slots, class code, weight when
     not all one, node."""
-    per_row = sum(t.itemsize for t in column_dtypes(schema)) + label_dtype(schema.label).itemsize
-    return n_rows * (per_row + (8 if weighted else 0) + 4)
+    return n_rows * spilled_row_bytes(column_dtypes(schema), label_dtype(schema.label), weighted)
+
+
+def spilled_row_bytes(column_types: list, label_type: np.dtype, weighted: bool) -> int:
+    """Bytes one encoded row takes in the spill folder (:meth:`Spill.writer`): each slot column in the
+    type it is stored in, the class code (or target) in ``label_type``, the weight when not all one
+    (8), the node (4)."""
+    return sum(np.dtype(t).itemsize for t in column_types) + np.dtype(label_type).itemsize + (8 if weighted else 0) + 4
 
 
 def spill_footprint(n_rows: int, schema: Schema, weighted: bool) -> int:

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import dataset_path, numeric_xy
-from rainforest import BudgetError, DecisionTreeClassifier, RandomForestClassifier, Tree, load
+from rainforest import BudgetError, DecisionTreeClassifier, RandomForestClassifier, Tree, forest_grow, load
 from rainforest.bootstrap import (bootstrap_counts, multiplicity_sql, node_features, poisson_thresholds,
                                   seed_keys, tree_seeds)
 from rainforest.datasets import write_agrawal_parquet
@@ -197,6 +197,14 @@ def test_rows_that_do_not_fit_memory_are_spilled_once_and_read_from_there(extra,
     table = pq.read_table(dataset_path("adult_train"))
     params = dict(n_estimators=4, max_depth=5, random_state=2, **{"memory_budget": "2MB", **extra})
     passes = RandomForestClassifier(algorithm="read", **params).fit(table, target="class")
+    asked = []  # the disk check asks for what the spill will write (each column in its own type), no more
+    room_for = forest_grow.room_for
+
+    def asking(parent, n_bytes):
+        asked.append(n_bytes)
+        return room_for(parent, n_bytes)
+
+    monkeypatch.setattr(forest_grow, "room_for", asking)
     spilled = RandomForestClassifier(**params).fit(table, target="class")
     if "memory_budget" in extra:
         assert passes.n_passes_ > 1 + 5  # some levels took several reads
@@ -205,6 +213,7 @@ def test_rows_that_do_not_fit_memory_are_spilled_once_and_read_from_there(extra,
     assert spilled.n_passes_ == 2 and spilled.n_passes_per_level_[1:] == [0] * 4
     width = len(spilled.feature_names_in_)
     assert stats.spill_bytes == table.num_rows * (width + 1 + 4 + (8 if "class_weight" in extra else 0))
+    assert asked == [stats.spill_bytes]
     assert stats.spill_reads == passes.n_passes_ - 2 - extra.get("oob_score", False)
     assert spilled.to_json() == passes.to_json()
     assert os.listdir(tmp_path) == []
