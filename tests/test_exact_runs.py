@@ -49,8 +49,9 @@ def _tied_table(seed: int) -> pa.Table:
     return pa.table(cols | {"y": pa.array(rng.integers(0, 3, n))})
 
 
-# seeds 10, 11, 20 and 26 are trees that a rule keeping the earlier run on a tie gets wrong
-@pytest.mark.parametrize("seed", [10, 11, 20, 26, 3, 4])
+# a rule keeping the earlier run on a tie (the higher score only) gets seeds 4, 6, 11, 20 and 38
+# wrong; one that keeps the first attribute but not the scan's order within it, 38
+@pytest.mark.parametrize("seed", [38, 4, 6, 11, 20, 3])
 def test_runs_break_ties_as_the_search_over_every_value(seed, monkeypatch):
     """Bins of 16 ranks and a room of 3 kB: every node with candidate bins is searched in runs.  On
     data full of tied thresholds the tree is the one of one slot per value."""
