@@ -196,16 +196,16 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
     def read(idx, cand, from_memory, floor=None):
         """The refined splits of the nodes at ``idx`` over the candidate bins ``cand``, by one read
         (a node's below ``floor``, where given, passed over: :func:`exact_splits`)."""
-        values, reads, from_data, picked = gather_values(g.supply, make_task, cand, dense, chunk, idx, from_memory,
-                                                         level.number, len(g.nodes.feature))
+        gathered, reads, from_data, picked = gather_values(g.supply, make_task, cand, dense, chunk, idx, from_memory,
+                                                           level.number, len(g.nodes.feature))
         level.passes += from_data
         g.stats.candidate_reads += reads
-        g.stats.candidate_values += len(values)
+        g.stats.candidate_values += len(gathered)
         g.stats.candidate_rows += picked
-        g.one_value.note([chunk[k] for k in idx], values, attrs, group_offsets)
+        g.one_value.note([chunk[k] for k in idx], gathered, attrs, group_offsets)
         run = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx  # a view when it can
-        return exact_splits(avc[run], cand[run], values, group_offsets, kinds, binned, g.n_classes, g.weighted, g.crit,
-                            g.params, g.min_weight_leaf, lead, floor)
+        return exact_splits(avc[run], cand[run], gathered, group_offsets, kinds, binned, g.n_classes, g.weighted,
+                            g.crit, g.params, g.min_weight_leaf, lead, floor)
 
     found, room = [None] * len(chunk), g.room_to_gather()
     alone = np.array([read_bytes(cost[k], values[k], n_slots, 1, n_slots + values[k], ch) > room
