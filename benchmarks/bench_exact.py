@@ -64,7 +64,8 @@ def run(args) -> dict:
     return {"fit_seconds": fit, "passes": int(clf.n_passes_), "warmup_seconds": warmup,
             "test_accuracy": float(clf.score(args.test, target=LABEL)), "n_nodes": int(clf.tree_.node_count),
             "binned_attributes": stats.binned_attributes, "candidate_reads": stats.candidate_reads,
-            "candidate_values": stats.candidate_values, "spill_reads": stats.spill_reads}
+            "candidate_values": stats.candidate_values, "candidate_runs": stats.candidate_runs,
+            "spill_reads": stats.spill_reads}
 
 
 def write_markdown(path: Path, rows, info) -> None:

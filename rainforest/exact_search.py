@@ -22,28 +22,36 @@ from .split_choice import keep_better
 
 
 def gathering_plan(avc: np.ndarray, candidates: np.ndarray, spans: np.ndarray, n_classes: int, weighted: bool,
-                   row_bytes: int, one_value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per node and slot of ``avc``: the bytes a read gathering that candidate bin holds while it reads
-    (0 elsewhere), at most how many values it yields, and whether it is counted in place (*dense*: a
-    row of class counts per rank of the bin, added to as rows stream by,
-    :func:`rainforest.gather_kernels.pick_rows`) rather than by picking its rows (``row_bytes`` each)
-    to sum afterwards.  A cell is dense where its row per rank costs no more than its rows picked
-    would: a bin where ranks have rows to spare, whose millions of rows would otherwise be picked,
-    sorted and summed.  Unit weights only: a rank's presence is then its class counts, and every sum
-    is exact in any order (weighted rows are always picked).  A cell flagged in ``one_value`` holds
-    one value at the node: its rows are summed as they stream by (only a block's lone row of it is
-    picked), so it costs nothing that grows with its rows.  A picked cell yields at most a value a
-    row (a continuous column's rows are mostly values of their own), a dense one a value a rank."""
-    rows = np.rint(avc[..., -1] if weighted else avc[..., :n_classes].sum(axis=-1)).astype(np.int64)
-    dense_bytes = spans * (8 * avc.shape[-1])
-    dense = candidates & (spans > 0) & (dense_bytes <= rows * row_bytes) if not weighted \
-        else np.zeros(candidates.shape, np.bool_)
-    cost = np.where(dense, dense_bytes, rows * row_bytes) * candidates
-    values = np.where(dense, spans, rows) * candidates
+                   row_bytes: int, one_value: np.ndarray | None = None) -> tuple:
+    """What a read gathering the candidate bins of ``avc``'s nodes holds: the candidate cells (their
+    flat positions in ``candidates``, ascending: node ``cell // n_slots``, slot ``cell % n_slots``),
+    per cell the bytes it holds while the read reads and at most how many values it yields, and
+    which cells are counted in place (*dense*, flags over every node and slot: a row of class counts
+    per rank of the bin, added to as rows stream by, :func:`rainforest.gather_kernels.pick_rows`)
+    rather than by picking their rows (``row_bytes`` each) to sum afterwards.  A cell is dense where
+    its row per rank costs no more than its rows picked would: a bin where ranks have rows to spare,
+    whose millions of rows would otherwise be picked, sorted and summed.  Unit weights only: a
+    rank's presence is then its class counts, and every sum is exact in any order (weighted rows are
+    always picked).  A cell flagged in ``one_value`` holds one value at the node: its rows are summed
+    as they stream by (only a block's lone row of it is picked), so it costs nothing that grows with
+    its rows.  A picked cell yields at most a value a row (a continuous column's rows are mostly
+    values of their own), a dense one a value a rank.  Only candidate cells are costed: a deep
+    level's AVC-groups hold millions of cells, few of them candidates."""
+    n_slots = candidates.shape[1]
+    cells = np.flatnonzero(candidates)
+    counts = avc[cells // n_slots, cells % n_slots]
+    rows = np.rint(counts[:, -1] if weighted else counts[:, :n_classes].sum(axis=1)).astype(np.int64)
+    span = spans[cells % n_slots]
+    dense_bytes = span * (8 * avc.shape[-1])
+    in_place = (span > 0) & (dense_bytes <= rows * row_bytes) if not weighted else np.zeros(len(cells), np.bool_)
+    cost = np.where(in_place, dense_bytes, rows * row_bytes)
+    values = np.where(in_place, span, rows)
     if one_value is not None:
-        one = one_value & candidates
+        one = one_value.ravel()[cells]
         cost[one], values[one] = 0, 1
-    return cost, values, dense
+    dense = np.zeros(candidates.shape, np.bool_)
+    dense.ravel()[cells[in_place]] = True
+    return cells, cost, values, dense
 
 
 def held_value_bytes(n_channels: int) -> int:
@@ -182,11 +190,14 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
     kinds, binned = g.schema.kinds[attrs], g.binned[attrs]
     candidates, targets = candidate_bins_of(avc, group_offsets, kinds, binned, g.n_classes, g.weighted, g.crit,
                                             g.params, g.min_weight_leaf, lead)
-    cell_cost, cell_values, dense = gathering_plan(avc, candidates, slot_spans(g.counted, attrs, group_offsets)[1],
-                                                   g.n_classes, g.weighted, g.picked_bytes,
-                                                   g.one_value.mask(chunk, attrs, group_offsets))
-    cost, values = cell_cost.sum(axis=1), cell_values.sum(axis=1)
+    cells, cell_cost, cell_values, dense = gathering_plan(avc, candidates,
+                                                          slot_spans(g.counted, attrs, group_offsets)[1], g.n_classes,
+                                                          g.weighted, g.picked_bytes,
+                                                          g.one_value.mask(chunk, attrs, group_offsets))
     n_slots, ch = avc.shape[1], avc.shape[2]
+    node_of = cells // n_slots
+    cost = np.bincount(node_of, cell_cost, len(chunk)).astype(np.int64)  # whole numbers, exact in float64
+    values = np.bincount(node_of, cell_values, len(chunk)).astype(np.int64)
 
     def make_task(node_pos):
         return AvcPass(g.schema, level.routing, node_pos, len(chunk), g.n_channels, g.class_weight, g.weighted, attrs,
@@ -213,7 +224,7 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
     # a run holds its cells' picking, their values as held and as refined (a run's node is refined
     # whole), beside the node's whole bins refined: what is left of the room for its cells, or half
     # the room where the bins take more (a budget of a few MB): no run sheds them, and reads stay few
-    run_cost = cell_cost + cell_values * (held_value_bytes(ch) + refined_slot_bytes(ch))
+    per_value = held_value_bytes(ch) + refined_slot_bytes(ch)
     run_room = max(room - n_slots * refined_slot_bytes(ch), room // 2)
     for from_memory in (False, True):
         here = np.array([k for k, n in enumerate(chunk) if (n in g.in_memory) == from_memory], np.int64)
@@ -221,7 +232,10 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
             for k, split in zip(idx, read(idx, candidates, from_memory)):
                 found[k] = split
         for k in here[alone[here]]:
-            found[k] = runs_search(g, avc[k], candidates, run_cost[k], k, targets[k], group_offsets, kinds, lead,
+            lo, hi = np.searchsorted(cells, [k * n_slots, (k + 1) * n_slots])
+            slot_cost = np.zeros(n_slots, np.int64)  # node k's candidate cells, each a run's share
+            slot_cost[cells[lo:hi] - k * n_slots] = cell_cost[lo:hi] + cell_values[lo:hi] * per_value
+            found[k] = runs_search(g, avc[k], candidates, slot_cost, k, targets[k], group_offsets, kinds, lead,
                                    run_room, lambda cand, k=k: read(np.array([k]), cand, from_memory, targets[[k]])[0])
     for k, node in enumerate(chunk):
         if found[k] is not None:

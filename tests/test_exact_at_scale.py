@@ -237,16 +237,18 @@ def test_dense_cells_give_the_tree_of_picked_rows(monkeypatch):
     plan = exact_search.gathering_plan
 
     def spy(*args, **kw):
-        cost, values, dense = plan(*args, **kw)
+        cells, cost, values, dense = plan(*args, **kw)
         dense_seen.append(int(dense.sum()))
-        return cost, values, dense
+        return cells, cost, values, dense
 
     monkeypatch.setattr(exact_search, "gathering_plan", spy)
     counted = DecisionTreeClassifier(max_bins=None, max_depth=7).fit(table, target="class")
     assert sum(dense_seen) > 0
-    monkeypatch.setattr(exact_search, "gathering_plan",
-                        lambda *a, **kw: (lambda cost, values, dense: (cost, values, np.zeros_like(dense)))(
-                            *plan(*a, **kw)))
+    def picking_every_cell(*args, **kw):
+        cells, cost, values, dense = plan(*args, **kw)
+        return cells, cost, values, np.zeros_like(dense)
+
+    monkeypatch.setattr(exact_search, "gathering_plan", picking_every_cell)
     picked = DecisionTreeClassifier(max_bins=None, max_depth=7).fit(table, target="class")
     assert picked.tree_.to_json() == counted.tree_.to_json()
     assert picked.grow_stats_.candidate_values == counted.grow_stats_.candidate_values
