@@ -243,20 +243,21 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
             keep_better(best, node, score, int(attrs[j]), (ls, rs, inf, nb, br, block, avc[k] if g.subtract else None))
 
 
-def runs_search(g, avc_k: np.ndarray, candidates: np.ndarray, cell_cost: np.ndarray, k: int, target: float,
+def runs_search(g, avc_k: np.ndarray, candidates: np.ndarray, slot_cost: np.ndarray, k: int, target: float,
                 group_offsets: np.ndarray, kinds: np.ndarray, lead: int, room: int, search) -> tuple | None:
     """The exact split of node ``k`` (of the chunk; ``avc_k`` its AVC-group) whose candidate bins'
-    gathering exceeds the ``room`` alone: its candidate bins read in runs that fit
-    (:func:`rainforest.exact_bins.candidate_runs`), each searched (``search(candidates)``, one read,
-    splits below ``target`` passed over) and the best kept as the search over all of them at once
-    keeps it (:func:`rainforest.exact_gather.better_split`).  The gathering, and the refined group,
-    so never hold more than the room (and the near bins every run holds), however many rows the
-    node has: the memory follows the budget, at the price of more reads (issue 13, item 2)."""
+    gathering exceeds the room alone: its candidate bins (``slot_cost``: each one's bytes in a run)
+    read in runs that fit ``room`` (:func:`rainforest.exact_bins.candidate_runs`), each searched
+    (``search(candidates)``, one read, splits below ``target`` passed over) and the best kept as the
+    search over all of them at once keeps it (:func:`rainforest.exact_gather.better_split`).  The
+    gathering, and the refined group, so hold no more than the room however many rows the node
+    has (unless the bins beside near-winning boundaries, in every run, or one bin alone exceed it):
+    the memory follows the budget, at the price of more reads (issue 13, item 2)."""
     near = boundary_mask(avc_k[None], group_offsets, kinds, g.n_classes, g.weighted, g.crit, np.array([target]),
                          lead)[0]
     missing_slots = group_offsets[1:] - 1
     rows = avc_k[missing_slots, -1] if g.weighted else avc_k[missing_slots, :g.n_classes].sum(axis=-1)
-    runs = candidate_runs(candidates[k], near, cell_cost, room)
+    runs = candidate_runs(candidates[k], near, slot_cost, room)
     g.stats.candidate_runs += len(runs)
     best = None
     for run in runs:
