@@ -39,8 +39,7 @@ def gathering_plan(avc: np.ndarray, candidates: np.ndarray, spans: np.ndarray, n
     level's AVC-groups hold millions of cells, few of them candidates."""
     n_slots = candidates.shape[1]
     cells = np.flatnonzero(candidates)
-    counts = avc[cells // n_slots, cells % n_slots]
-    rows = np.rint(counts[:, -1] if weighted else counts[:, :n_classes].sum(axis=1)).astype(np.int64)
+    rows = np.rint(rows_of_slots(avc[cells // n_slots, cells % n_slots], n_classes, weighted)).astype(np.int64)
     span = spans[cells % n_slots]
     dense_bytes = span * (8 * avc.shape[-1])
     in_place = (span > 0) & (dense_bytes <= rows * row_bytes) if not weighted else np.zeros(len(cells), np.bool_)
@@ -52,6 +51,12 @@ def gathering_plan(avc: np.ndarray, candidates: np.ndarray, spans: np.ndarray, n
     dense = np.zeros(candidates.shape, np.bool_)
     dense.ravel()[cells[in_place]] = True
     return cells, cost, values, dense
+
+
+def rows_of_slots(counts: np.ndarray, n_classes: int, weighted: bool) -> np.ndarray:
+    """The rows each slot of ``counts`` (slots by channels) holds: its row-count channel where rows are
+    weighted, else its class counts' sum."""
+    return counts[..., -1] if weighted else counts[..., :n_classes].sum(axis=-1)
 
 
 def held_value_bytes(n_channels: int) -> int:
@@ -70,10 +75,11 @@ def read_bytes(cost: int, values: int, n_slots: int, n_nodes: int, widest: int, 
     """Bytes a read gathering ``n_nodes`` nodes (AVC-groups of ``n_slots`` slots) holds at its peak: the
     cells' picking (``cost``), the ``values`` they yield, and the refined groups of one chunk of nodes
     (:func:`rainforest.exact_gather.exact_splits` refines about ``REFINED_SLOTS`` slots at a time, a
-    node's whole group at least: ``widest``, the largest node's slots and values)."""
+    node's whole group at least: ``widest``, the largest node's slots and values); per node where
+    the arguments are arrays of nodes."""
     slots = n_nodes * n_slots + values
     return cost + values * held_value_bytes(n_channels) + \
-        refined_slot_bytes(n_channels) * min(slots, max(REFINED_SLOTS, widest))
+        refined_slot_bytes(n_channels) * np.minimum(slots, np.maximum(REFINED_SLOTS, widest))
 
 
 def candidate_bins_of(avc, offsets, kinds, binned, n_classes, weighted, criterion, params, min_weight_leaf,
@@ -219,8 +225,7 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
                             g.crit, g.params, g.min_weight_leaf, lead, floor)
 
     found, room = [None] * len(chunk), g.room_to_gather()
-    alone = np.array([read_bytes(cost[k], values[k], n_slots, 1, n_slots + values[k], ch) > room
-                      for k in range(len(chunk))], np.bool_)
+    alone = read_bytes(cost, values, n_slots, 1, n_slots + values, ch) > room  # each node read alone
     # a run holds its cells' picking, their values as held and as refined (a run's node is refined
     # whole), beside the node's whole bins refined: what is left of the room for its cells, or half
     # the room where the bins take more (a budget of a few MB): no run sheds them, and reads stay few
@@ -255,8 +260,7 @@ def runs_search(g, avc_k: np.ndarray, candidates: np.ndarray, slot_cost: np.ndar
     the memory follows the budget, at the price of more reads (issue 13, item 2)."""
     near = boundary_mask(avc_k[None], group_offsets, kinds, g.n_classes, g.weighted, g.crit, np.array([target]),
                          lead)[0]
-    missing_slots = group_offsets[1:] - 1
-    rows = avc_k[missing_slots, -1] if g.weighted else avc_k[missing_slots, :g.n_classes].sum(axis=-1)
+    missing_rows = rows_of_slots(avc_k[group_offsets[1:] - 1], g.n_classes, g.weighted) > 0
     runs = candidate_runs(candidates[k], near, slot_cost, room)
     g.stats.candidate_runs += len(runs)
     best = None
@@ -264,6 +268,6 @@ def runs_search(g, avc_k: np.ndarray, candidates: np.ndarray, slot_cost: np.ndar
         cand = np.zeros_like(candidates)
         cand[k] = run
         split = search(cand)
-        if better_split(split, best, rows > 0):
+        if better_split(split, best, missing_rows):
             best = split
     return best

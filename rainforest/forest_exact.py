@@ -257,11 +257,12 @@ def _attribute_split(g, jobs, counts: np.ndarray, candidate: np.ndarray, j: int,
     block = counts[lo * ch:(lo + size) * ch].reshape(size, ch)
     cand = candidate[lo:lo + size]
     cost = np.rint(block[:, ch - 1]).astype(np.int64) * cand * entry_bytes(ch)
+    room = g.budget // 4
     runs = [cand]
-    if int(cost.sum()) > g.budget // 4:
+    if int(cost.sum()) > room:
         offsets, kinds = np.array([0, size]), g.columns.kinds[[a]]
         near = boundary_mask(block[None], offsets, kinds, nc, True, g.crit, np.array([target]))[0]
-        runs = candidate_runs(cand, near, cost, g.budget // 4)
+        runs = candidate_runs(cand, near, cost, room)
         g.stats.candidate_runs += len(runs)
     best, passes = None, 0
     for run in runs:
