@@ -14,6 +14,7 @@ import glob
 import os
 import tempfile
 
+from rainforest.signals import raise_pending
 from rainforest.storage.scratch import pid_alive
 
 
@@ -82,6 +83,7 @@ def atomic_path(path, suffix: str = ".tmp"):
     os.close(fd)
     try:
         yield tmp
+        raise_pending()  # a stop request a finaliser swallowed: no file takes the name
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     finally:

@@ -35,7 +35,7 @@ from rainforest.storage.scratch import scratch_folder, swap_in
 from .meter import log
 from .rows import RowBlock, column_dtypes, label_dtype
 from .schema import Schema
-from .signals import termination_as_interrupt
+from .signals import raise_pending, termination_as_interrupt
 
 def spilled_bytes(n_rows: int, schema: Schema, weighted: bool) -> int:
     """Bytes that ``n_rows`` encoded rows take in the spill folder: slots, class code, weight when
@@ -132,6 +132,7 @@ class Spill:
         return write
 
     def _append(self, p: int, rows: RowBlock) -> None:
+        raise_pending()  # a stop request a finaliser swallowed ends the fit here
         files = self._writing.get(p)
         if files is None:
             g = self.generation + 1
@@ -175,6 +176,7 @@ class Spill:
         the next read starts where this one's routing ended."""
         self.reads += 1
         for p in sorted(parts):
+            raise_pending()
             if p in self.parts:  # else no growing row reached this partition's nodes
                 yield from self._read_part(p, batch_size, update_nodes)
 

@@ -286,3 +286,67 @@ def test_swap_in_puts_the_new_scratch_file_in_place(tmp_path):
     fresh.write_bytes(b"first")
     swap_in(str(fresh), str(tmp_path / "fresh"))
     assert (tmp_path / "fresh").read_bytes() == b"first" and sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "node"]
+
+
+class _StopsInAFinaliser:
+    """Sends SIGTERM from ``__del__``, where Python prints and drops the handler's exception (as
+    when the signal lands during Numba's compile, in llvmlite's ``ObjectRef.__del__``)."""
+
+    def __del__(self):
+        signal.raise_signal(signal.SIGTERM)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_signal_a_finaliser_swallows_still_ends_the_block():
+    from rainforest.signals import Terminated, termination_as_interrupt
+
+    went_on = False
+    with pytest.raises(Terminated):
+        with termination_as_interrupt():
+            f = _StopsInAFinaliser()
+            del f  # the Terminated raised here is dropped ("Exception ignored in ...")
+            went_on = True
+    assert went_on
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_swallowed_signal_keeps_a_model_file_from_taking_its_name(tmp_path):
+    from rainforest.atomic import write_atomic
+    from rainforest.signals import Terminated, termination_as_interrupt
+
+    with pytest.raises(Terminated):
+        with termination_as_interrupt():
+            f = _StopsInAFinaliser()
+            del f
+            write_atomic(tmp_path / "m.json", "{}")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_swallowed_signal_ends_a_spilling_fit_at_its_next_block(tmp_path):
+    """The spill checks for a dropped stop request per block, so the fit ends there, folder removed."""
+    from rainforest.signals import Terminated
+    from rainforest import spill as spill_module
+
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    real_append = spill_module.Spill._append
+    calls = []
+
+    def append_then_stop(self, p, rows):
+        if not calls:
+            f = _StopsInAFinaliser()
+            del f
+        calls.append(p)
+        return real_append(self, p, rows)
+
+    saved = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(spill_module.Spill, "_append", append_then_stop)
+            with pytest.raises(Terminated):
+                DecisionTreeClassifier(algorithm="write", memory_budget="2MB", max_depth=30,
+                                       spill_dir=str(spill_dir)).fit(KDD, target="class")
+    finally:
+        signal.signal(signal.SIGTERM, saved)
+    assert len(calls) == 1 and list(spill_dir.iterdir()) == []
