@@ -10,7 +10,14 @@ child process (killed after ``--time-limit``), ``--rounds`` SAMME rounds of dept
 * ``rainforest-rounds`` -- the same, with the store turned off: each round reads the data once (its
   first pass weighs, encodes and keeps the rows), as before the store: the baseline;
 * ``sklearn``           -- scikit-learn's ``AdaBoostClassifier`` (SAMME) of the same trees, after
-  reading the Parquet rows into a float32 array (timed).
+  reading the Parquet rows into a float32 array (timed);
+* ``dask-2``            -- ``rainforest`` on ``DaskSource(folder, scheduler=...)``, a loopback cluster of
+  2 ``dask worker`` processes of 1 thread (``scripts/dask_cluster.py``, started and warmed up untimed):
+  the first round's read keeps each partition's batches on its worker
+  (``rainforest/storage/partition_cache.py``), every later round weighs and encodes them there:
+  2 passes over the data (trees only);
+* ``dask-2-rounds``     -- the same with the kept batches turned off: each round reads the data once
+  (as before the cache: the cluster's baseline).
 
 With ``--learner bayes`` the rounds boost Gaussian naive Bayes instead (``--depth`` unused; one pass
 over the data per round): ``rainforest`` keeps each learner's wrong rows as bits, so a round scores
@@ -38,9 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also whe
 import harness  # noqa: E402  (standard library only)
 from harness import LABEL, ROOT, SEED, fmt, rows_label  # noqa: E402
 
-CONTENDERS = ("rainforest", "rainforest-rounds", "sklearn")
+CONTENDERS = ("rainforest", "rainforest-rounds", "sklearn", "dask-2", "dask-2-rounds")
 PACKAGES = ("rainforest", "numba", "pyarrow", "scikit-learn")
-COLORS = {"rainforest": "#2a7f62", "rainforest-rounds": "#dd8452", "sklearn": "#4c72b0"}
+COLORS = {"rainforest": "#2a7f62", "rainforest-rounds": "#dd8452", "sklearn": "#4c72b0", "dask-2": "#8172b3",
+          "dask-2-rounds": "#c44e52"}
 
 
 def _rainforest(args) -> dict:
@@ -48,9 +56,12 @@ def _rainforest(args) -> dict:
 
     from rainforest import AdaBoostClassifier, DecisionTreeClassifier, NaiveBayesClassifier, boost_store, boosting
     from rainforest.datasets import agrawal_table
+    from rainforest.storage import DaskSource
     if args.child == "rainforest-rounds":  # no store (trees: every round reads the data), no bits (naive Bayes)
         boost_store.BoostStore.fill = classmethod(lambda cls, *a, **k: None)
         boosting.BITS_ROOM = 0
+    if args.child == "dask-2-rounds":  # no batches kept on the workers: every round reads the data
+        DaskSource.keep_batches = lambda self, fit_id, budget: None
 
     def model():
         base = NaiveBayesClassifier() if args.learner == "bayes" else DecisionTreeClassifier(max_depth=args.depth)
@@ -58,14 +69,37 @@ def _rainforest(args) -> dict:
     t0 = time.perf_counter()
     model().fit(agrawal_table(20_000, function=7, seed=SEED + 1), target=LABEL)
     warmup = time.perf_counter() - t0
-    clf = model()
-    t0 = time.perf_counter()
-    clf.fit(args.train, target=LABEL)
-    fit = time.perf_counter() - t0
+    cluster, train = None, args.train
+    if args.child.startswith("dask"):
+        sys.path.insert(0, str(harness.ROOT / "scripts"))
+        from dask_cluster import LoopbackCluster
+
+        cluster = LoopbackCluster(n_workers=2, nthreads=1, env={"NUMBA_NUM_THREADS": "1"}, timeout=120)
+        cluster.start()
+        with DaskSource(agrawal_dir(args), scheduler=cluster.address) as warm:  # the workers' kernels
+            model().fit(warm, target=LABEL)
+        train = DaskSource(args.train, scheduler=cluster.address)
+    try:
+        clf = model()
+        t0 = time.perf_counter()
+        clf.fit(train, target=LABEL)
+        fit = time.perf_counter() - t0
+    finally:
+        if cluster is not None:
+            train.close()
+            cluster.stop()
     Path(args.model).write_text("\n".join(json.dumps(e.model_dict()) if args.learner == "bayes" else e.to_json()
                                           for e in clf.estimators_))
     return {"fit_seconds": fit, "passes": int(clf.n_passes_), "warmup_seconds": warmup,
             "rounds_done": len(clf.estimators_), "test_accuracy": float(clf.score(args.test, target=LABEL))}
+
+
+def agrawal_dir(args) -> str:
+    """A small Parquet folder of Agrawal rows (a temporary one), to warm a cluster's workers up."""
+    from rainforest.datasets import write_agrawal_parquet
+    folder = tempfile.mkdtemp(prefix="bench-boost-warm-")
+    write_agrawal_parquet(folder, 20_000, function=7, n_files=2, seed=SEED + 1)
+    return folder
 
 
 def _sklearn(args) -> dict:
@@ -100,19 +134,22 @@ def write_markdown(path: Path, rows, info) -> None:
              "# AdaBoost of naive Bayes: each round scores its newest learner only", "",
              f"{info['rounds']} SAMME rounds of {learners}, Agrawal F7. `{info['command']}` on "
              f"{info['machine'].get('cpu', '?')}, {info['machine'].get('usable_cores', '?')} cores ({info['date']}).", "",
-             "| rows | contender | status | seconds | × rainforest-rounds | passes | rounds | peak RSS (MB) | "
-             "test accuracy | same learners as rainforest-rounds |",
+             "| rows | contender | status | seconds | × its -rounds baseline | passes | rounds | peak RSS (MB) | "
+             "test accuracy | same learners as its -rounds baseline |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    base = {r["rows"]: r.get("fit_seconds") for r in rows if r["name"] == "rainforest-rounds"}
+    base = {(r["rows"], r["name"]): r.get("fit_seconds") for r in rows if r["name"].endswith("-rounds")}
     for r in rows:
-        ratio = r.get("fit_seconds") / base[r["rows"]] if r.get("fit_seconds") and base.get(r["rows"]) else None
+        baseline = base.get((r["rows"], ("dask-2" if r["name"].startswith("dask") else "rainforest") + "-rounds"))
+        ratio = r.get("fit_seconds") / baseline if r.get("fit_seconds") and baseline else None
         lines.append(f"| {rows_label(r['rows'])} | {r['name']} | {r.get('status')} | {fmt(r.get('fit_seconds'), '.2f')} | "
                      f"{fmt(ratio, '.2f')} | {fmt(r.get('passes'), 'd')} | {fmt(r.get('rounds_done'), 'd')} | "
                      f"{fmt(r.get('peak_rss_mb'), '.0f')} | {fmt(r.get('test_accuracy'), '.4f')} | "
                      f"{r.get('same_trees', '-')} |")
     baseline = ("`rainforest-rounds` is rainforest scoring every learner so far in every round (its wrong-bits "
                 "turned off); each round reads the data once in both. " if info.get("learner") == "bayes" else
-                "`rainforest-rounds` is rainforest with the boosting store turned off: a round reads the data once. ")
+                "`rainforest-rounds` is rainforest with the boosting store turned off: a round reads the data once; "
+                "`dask-2` fits on a loopback cluster of 2 worker processes of 1 thread, keeping the partitions' "
+                "batches on the workers, `dask-2-rounds` with them turned off (the peak RSS is the client's). ")
     lines += ["", "Passes are over the data (the profile included). " + baseline + "scikit-learn's time includes reading the "
               "Parquet rows into a float32 array; the default `memory_budget` (1GB) for rainforest; peak RSS is the "
               "child's VmHWM."]
@@ -158,6 +195,11 @@ def main(argv=None) -> int:
                           str(args.depth), "--rounds", str(args.rounds), "--learner", args.learner]
             found = harness.run_compared(__file__, contenders, child_args, args.time_limit, "fit_seconds", models,
                                          str(n), ("rainforest", "rainforest-rounds"), "same_trees", rows_label(n))
+            kept, rounds = (Path(models) / f"{name}-{n}.json" for name in ("dask-2", "dask-2-rounds"))
+            if kept.exists() and rounds.exists():
+                for r in found:
+                    if r["name"] == "dask-2":
+                        r["same_trees"] = kept.read_text() == rounds.read_text()
             rows += [{**r, "rows": n, "function": 7} for r in found]
     harness.write_results(args.out, info, rows, write_markdown, draw)
     return 0

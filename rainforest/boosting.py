@@ -250,6 +250,11 @@ class AdaBoostClassifier(Classifier):
             store = BoostStore.fill(data.source, schema, columns, batch_size, self.n_estimators, profile.n_rows,
                                     budget, base.algorithm == "hybrid", base.spill_dir)
             self._store_passes = int(store is not None)
+        elif base.algorithm in ("hybrid", "write") and hasattr(data.source, "keep_batches"):
+            # a cluster's workers keep the partitions' raw batches where the first round read them (a
+            # quarter of the budget each in memory, the rest on local disk; released with the memo):
+            # later rounds weigh and encode them there without reading the source
+            data.source.keep_batches(memo, budget // 4)
         try:
             self._boost_trees(base, data, columns, schema, boosted_schema, params, budget, batch_size, profile.n_rows,
                               k, store, memo)

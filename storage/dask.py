@@ -38,7 +38,8 @@ from .dask_client import CONNECT_TIMEOUT, WORKER_TIMEOUT, connect, wait_for_work
 from .dask_frame import (FrameFromTask, FrameReader, LazyPart, frame_schema, is_dask_collection,
                          is_dask_dataframe, known_lengths)
 from .dask_store import PartitionStore, StoredFold, drop_store, fold_partition, fold_partitions, merge_folds
-from . import worker_memo
+from .partition_cache import CachedReader
+from . import partition_cache, worker_memo
 from .parquet import ParquetSource
 
 @dataclass(eq=False)
@@ -88,6 +89,7 @@ class DaskSource(Source):
     _lengths: list | None = field(default=None, init=False, repr=False)
     _schema: pa.Schema | None = field(default=None, init=False, repr=False)
     _homes: dict = field(default_factory=dict, init=False, repr=False)  # store id -> each partition's worker
+    _kept_batches: tuple | None = field(default=None, init=False, repr=False)  # (fit id, bytes a worker)
 
     #: A pass runs where the rows live: sources derived from this one delegate to :meth:`fold`.
     distributed = True
@@ -138,13 +140,26 @@ class DaskSource(Source):
         if client is not None and client.status == "running":
             client.run(drop_store, store.id)
 
+    def keep_batches(self, fit_id: str, budget_bytes: int) -> None:
+        """Keep the partitions' raw batches where the fit ``fit_id``'s passes with a row store read them
+        (:mod:`rainforest.storage.partition_cache`: up to ``budget_bytes`` in each worker's memory, the
+        rest on its local disk), so a later such pass of the fit reading the same columns reads no
+        source; until :meth:`forget`.  For a fit whose passes need the raw rows again (AdaBoost's
+        rounds), where the encoded rows one pass keeps cannot serve the next."""
+        self._kept_batches = (fit_id, budget_bytes)
+
     def forget(self, fit_id: str) -> None:
-        """Release what the fit ``fit_id`` kept in the workers' memos (:mod:`rainforest.storage.worker_memo`),
-        on every worker and in this process."""
+        """Release what the fit ``fit_id`` kept in the workers' memos (:mod:`rainforest.storage.worker_memo`)
+        and of their batches (:meth:`keep_batches`), on every worker and in this process."""
+        if self._kept_batches is not None and self._kept_batches[0] == fit_id:
+            self._kept_batches = None
+        self._homes.pop(fit_id, None)
         worker_memo.drop(fit_id)
+        partition_cache.drop(fit_id)
         client = self._active_client()
         if client is not None and client.status == "running":
             client.run(worker_memo.drop, fit_id)
+            client.run(partition_cache.drop, fit_id)
 
     def run_pass(self, task: PassTask, columns: Sequence[str], batch_size: int = 65536,
                  progress: Callable[[int], None] | None = None) -> Any:
@@ -164,11 +179,14 @@ class DaskSource(Source):
         firsts = list(itertools.accumulate(lengths, initial=0))  # each partition's first row
         local = _locked(progress) if progress is not None and client is None and _in_process() else None
         task_node = _delayed(task, name=f"rainforest-task-{uid}", traverse=False)
-        homes = self._homes.get(task.store.id) or [None] * len(lengths)
+        kept = self._kept_batches  # the fit's raw batches, where its earlier passes read them
+        homes = self._homes.get(task.store.id) or (kept and self._homes.get(kept[0])) or [None] * len(lengths)
         held = []  # a client's futures, all held to the end: one released early could be forgotten by the
         # scheduler before the merge that needs it arrives
 
         reader, parts = self._stored_parts(columns)
+        if kept is not None:
+            reader, parts = CachedReader(reader, kept[0], kept[1]), list(enumerate(parts))
 
         def fold(i):
             args = (reader, parts[i], columns, batch_size, firsts[i], lengths[i], i)
@@ -213,6 +231,8 @@ class DaskSource(Source):
             last = merged_pairwise(states, merge, uid)
             folded = self._compute([last])[0] if client is None else self._gather(client, held, [last])[0]
         self._homes[task.store.id] = [folded.homes.get(i) for i in range(len(lengths))]
+        if kept is not None:
+            self._homes[kept[0]] = self._homes[task.store.id]
         if progress is not None and local is None:
             progress(firsts[-1])
         return folded

@@ -66,8 +66,8 @@ class PartitionStore:
 
 @dataclass
 class StoredFold:
-    """A (merged) partial state, where each partition's pieces live (None: not kept), and how many
-    partitions were read from the source."""
+    """A (merged) partial state, where each partition's rows are kept (its pieces, or its raw batches:
+    None where neither), and how many partitions were read from the source."""
 
     state: object
     homes: dict
@@ -114,6 +114,9 @@ def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, i
         if progress is not None:
             progress(n_rows)
         return StoredFold(state, {index: _here()}, 0)
+    # a reader keeping the fit's raw batches here (storage.partition_cache) may serve them: no source read
+    holds = getattr(reader, "holds", None)
+    from_source = holds is None or not holds(part, columns, batch_size)
     # past the memory share, the pieces stream to a file on this machine's disk (when it has room)
     path = None if room or not store.disk else _new_file(store, index, n_rows)
     kept, row, size = [], first_row, 0
@@ -164,7 +167,8 @@ def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, i
                 _ON_DISK[store.id] = _ON_DISK.get(store.id, 0) + size
         if not on_disk:  # the fit ended meanwhile
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)
-    return StoredFold(state, {index: _here() if in_memory or on_disk else None}, 1)
+    kept_here = in_memory or on_disk or (holds is not None and holds(part, columns, batch_size))
+    return StoredFold(state, {index: _here() if kept_here else None}, int(from_source))
 
 
 def _count_file(task, state, path: str):

@@ -33,7 +33,7 @@ from rainforest.cli import main as cli_main  # noqa: E402
 from rainforest.datasets import write_agrawal_parquet  # noqa: E402
 from rainforest.inputs import to_source  # noqa: E402
 from rainforest.storage import DaskSource, ParquetSource, SourceError  # noqa: E402
-from rainforest.storage import dask_store, worker_memo  # noqa: E402
+from rainforest.storage import dask_store, partition_cache, worker_memo  # noqa: E402
 
 # dask's own Parquet reader calls a pandas method pandas deprecates; not ours to fix
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning")
@@ -238,12 +238,14 @@ def _store_folders(dask_worker=None) -> list:
     import tempfile as tempfile_module
 
     base = dask_worker.local_directory if dask_worker is not None else tempfile_module.gettempdir()
-    return glob_module.glob(os.path.join(base, "rainforest-store-*"))
+    return [f for kind in ("store", "batches") for f in glob_module.glob(os.path.join(base, f"rainforest-{kind}-*"))]
 
 
 def _held_nowhere(client=None) -> bool:
     """No process holds store data: nothing in memory, no file, no folder (here and on every worker)."""
-    held = [dask_store.held()] + (list(client.run(dask_store.held).values()) if client is not None else [])
+    held = [module.held() for module in (dask_store, partition_cache)]
+    if client is not None:
+        held += [h for module in (dask_store, partition_cache) for h in client.run(module.held).values()]
     folders = _store_folders() + ([f for fs in client.run(_store_folders).values() for f in fs] if client else [])
     return all(h == {} for h in held) and folders == []
 
@@ -443,8 +445,8 @@ def test_naive_bayes_and_boosting_fit_on_a_dask_dataframe(data):
     ab_local = AdaBoostClassifier(n_estimators=4).fit(data, target="class")
     ab_dask = AdaBoostClassifier(n_estimators=4).fit(dd.read_parquet(data), target="class")
     # one process grows every round from the rows it encoded once (rainforest/boost_store.py); a cluster's
-    # rounds read the partitions once each (a stump a pass)
-    assert ab_local.n_passes_ == 2 and ab_dask.n_passes_ == 1 + len(ab_dask.estimators_)
+    # rounds after the first from the raw batches its first read kept (storage/partition_cache.py)
+    assert ab_local.n_passes_ == ab_dask.n_passes_ == 2 and len(ab_dask.estimators_) == 4
     for a, b in zip(ab_local.estimators_, ab_dask.estimators_, strict=True):  # boosting weights are fractions:
         assert np.array_equal(a.feature, b.feature) and np.array_equal(a.threshold, b.threshold)
     np.testing.assert_allclose(ab_dask.estimator_weights_, ab_local.estimator_weights_, rtol=1e-9)
@@ -454,14 +456,16 @@ def test_naive_bayes_and_boosting_fit_on_a_dask_dataframe(data):
 def _adaboost_equals_local(data, source, local):
     ab = AdaBoostClassifier(estimator=DecisionTreeClassifier(max_depth=3), n_estimators=3).fit(source,
                                                                                               target="class")
-    # a round a pass on the cluster; the local fit's rounds grow from its encoded rows after one pass
-    assert ab.n_passes_per_round_ == [1, 1, 1] and ab.n_passes_ == 4
-    assert local.n_passes_per_round_ == [1, 0, 0] and local.n_passes_ == 2
+    # the source read twice, as by one process: the cluster's rounds after the first weigh and encode the
+    # raw batches the first round's read kept on the workers; the local fit's grow from its encoded rows
+    assert ab.n_passes_per_round_ == local.n_passes_per_round_ == [1, 0, 0]
+    assert ab.n_passes_ == local.n_passes_ == 2
     for a, b in zip(local.estimators_, ab.estimators_, strict=True):  # boosting weights are fractions
         assert np.array_equal(a.feature, b.feature) and np.array_equal(a.threshold, b.threshold)
         np.testing.assert_allclose(b.value, a.value, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(ab.estimator_weights_, local.estimator_weights_, rtol=1e-9)
     assert np.array_equal(ab.predict(data), local.predict(data))
+    return ab
 
 
 @pytest.fixture(scope="module")
@@ -484,8 +488,42 @@ def test_adaboost_rounds_keep_their_weighted_rows_on_the_workers(data, adaboost_
 def test_adaboost_rounds_on_worker_processes(data, adaboost_local, cluster):
     with DaskSource(data, scheduler=cluster.address) as source:
         _adaboost_equals_local(data, source, adaboost_local)
-        assert not any(source.client.run(dask_store.held).values())
+        assert _held_nowhere(source.client)
         assert not any(source.client.run(worker_memo.held).values())  # the learners' bits released too
+
+
+def test_adaboost_rounds_read_the_batches_kept_on_disk_or_the_source_again(data, adaboost_local, monkeypatch):
+    """The raw batches AdaBoost's first round keeps where it read them (storage/partition_cache.py) go
+    to the local disk past their share of the budget, and serve the later rounds from there: two
+    passes, the local trees, no file left.  They are a cache: with them released after the first
+    round, every round reads the source again, and the trees are the same."""
+    from rainforest import boosting
+
+    room = []
+    keep = DaskSource.keep_batches
+    monkeypatch.setattr(DaskSource, "keep_batches", lambda self, fit_id, budget: room.append(budget) or keep(
+        self, fit_id, 400_000))  # one partition of six (270 kB each) in memory
+    files = []
+    new_file = partition_cache._new_file
+    monkeypatch.setattr(partition_cache, "_new_file", lambda *a: files.append(new_file(*a)) or files[-1])
+    kept = _adaboost_equals_local(data, DaskSource(data), adaboost_local)
+    assert room == [boosting.parse_bytes("1GB") // 4] and len(files) == N_FILES - 1
+    assert _held_nowhere() and not any(os.path.exists(f) for f in files)
+
+    alpha = AdaBoostClassifier._alpha
+
+    def release_then_alpha(self, err, k):  # at each round's end, the kept batches released
+        held = partition_cache.held()
+        for fit_id in (set(held) | set(held.get("disk", {}))) - {"disk"}:
+            partition_cache.drop(fit_id)
+        return alpha(self, err, k)
+
+    monkeypatch.setattr(AdaBoostClassifier, "_alpha", release_then_alpha)
+    ab = AdaBoostClassifier(estimator=DecisionTreeClassifier(max_depth=3), n_estimators=3).fit(DaskSource(data),
+                                                                                              target="class")
+    assert ab.n_passes_per_round_ == [1, 1, 1] and ab.n_passes_ == 4
+    assert [t.to_json() for t in ab.estimators_] == [t.to_json() for t in kept.estimators_]
+    assert _held_nowhere()
 
 
 @pytest.mark.parametrize("learner", ["tree", "bayes"])
