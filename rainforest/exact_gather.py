@@ -156,6 +156,9 @@ class ValuePass:
     level: AvcPass
     candidates: np.ndarray
     dense: np.ndarray | None = None  # flags of the candidate cells counted in place (gathering_plan)
+    # where a read's picked rows and summed cells go instead of its state's lists: a pair of objects
+    # with ``append`` (rainforest.gather_scratch: each group's to files of its own)
+    sinks: tuple | None = None
     spill = None  # a read of candidates writes no spill and keeps no rows
     keep_into = None
 
@@ -184,7 +187,10 @@ class ValuePass:
         return start, np.argsort(pair, kind="stable").astype(np.int64)
 
     def new_state(self) -> ValueState:
-        return ValueState.empty(self.level.n_channels, self.level.weighted, self.cells)
+        state = ValueState.empty(self.level.n_channels, self.level.weighted, self.cells)
+        if self.sinks is not None:
+            state.pending, state.summed = self.sinks
+        return state
 
     def shrink(self, state: ValueState) -> ValueState:
         """The state as it leaves a worker: its cells summed there (:func:`rainforest.storage.base.travelling`)."""
@@ -280,10 +286,16 @@ def gather_values(supply, make_task, candidates, dense, chunk: list, idx: np.nda
     picked = state.picked
     values = state.value_counts(candidates.shape[1])
     del state  # its cells are the values' now: held once
-    renumber = np.full(len(chunk), -1, np.int64)
+    return numbered_from_zero(values, idx, len(chunk)), reads, from_data, picked
+
+
+def numbered_from_zero(values: ValueCounts, idx: np.ndarray, n_chunk: int) -> ValueCounts:
+    """``values`` of the chunk's nodes at ``idx`` (of ``n_chunk``), their nodes renumbered
+    ``0 .. len(idx) - 1`` as :func:`exact_splits` takes them."""
+    renumber = np.full(n_chunk, -1, np.int64)
     renumber[idx] = np.arange(len(idx))
     values.node = renumber[values.node]
-    return values, reads, from_data, picked
+    return values
 
 
 REFINED_SLOTS = 1 << 20  # nodes are refined and searched in chunks of about this many slots

@@ -18,6 +18,8 @@ from .avc import AvcPass
 from .count_bins import group_offsets as group_offsets_of
 from .exact_bins import ValueCounts, boundary_mask, boundary_targets, candidate_mask, candidate_runs
 from .exact_gather import REFINED_SLOTS, better_split, exact_splits, gather_values, slot_spans
+from .gather_scratch import gather_scattered
+from .spill import disk_shortfall
 from .split_choice import keep_better
 
 
@@ -188,9 +190,10 @@ class OneValueBins:
 def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray, lead: int, best: dict) -> None:
     """The exact splits of ``chunk``'s nodes over ``attrs`` (``growth``: the tree's
     growth state of :mod:`rainforest.grow`; ``level``: the level being grown), some counted in bins: the
-    bins searched, the candidate bins' values gathered by further reads of the same rows, as many
-    as the budget's room needs (:func:`gather_groups`; a node too large alone, in runs of its bins,
-    :func:`runs_search`), the refined AVC-groups searched."""
+    bins searched, the candidate bins' values gathered in groups of nodes as the budget's room
+    allows (:func:`gather_groups`; a node too large alone, in runs of its bins, :func:`node_runs`),
+    by one further read of the same rows where this process reads them, else a read a group
+    (:func:`entry_values`), and each group's refined AVC-groups searched."""
     g = growth
     group_offsets = group_offsets_of(g.offsets, attrs)
     kinds, binned = g.schema.kinds[attrs], g.binned[attrs]
@@ -210,20 +213,6 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
                        store=g.supply.store, counted=g.counted, alive=level.alive(len(g.nodes.feature)),
                        n_children=np.asarray(g.nodes.n_children, np.int64))
 
-    def read(idx, cand, from_memory, floor=None):
-        """The refined splits of the nodes at ``idx`` over the candidate bins ``cand``, by one read
-        (a node's below ``floor``, where given, passed over: :func:`exact_splits`)."""
-        gathered, reads, from_data, picked = gather_values(g.supply, make_task, cand, dense, chunk, idx, from_memory,
-                                                           level.number, len(g.nodes.feature))
-        level.passes += from_data
-        g.stats.candidate_reads += reads
-        g.stats.candidate_values += len(gathered)
-        g.stats.candidate_rows += picked
-        g.one_value.note([chunk[k] for k in idx], gathered, attrs, group_offsets)
-        run = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx  # a view when it can
-        return exact_splits(avc[run], cand[run], gathered, group_offsets, kinds, binned, g.n_classes, g.weighted,
-                            g.crit, g.params, g.min_weight_leaf, lead, floor)
-
     found, room = [None] * len(chunk), g.room_to_gather()
     alone = read_bytes(cost, values, n_slots, 1, n_slots + values, ch) > room  # each node read alone
     # a run holds its cells' picking, their values as held and as refined (a run's node is refined
@@ -231,43 +220,92 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
     # the room where the bins take more (a budget of a few MB): no run sheds them, and reads stay few
     per_value = held_value_bytes(ch) + refined_slot_bytes(ch)
     run_room = max(room - n_slots * refined_slot_bytes(ch), room // 2)
+    dense_bytes = cell_cost[dense.ravel()[cells]].sum() if dense.any() else 0
     for from_memory in (False, True):
         here = np.array([k for k, n in enumerate(chunk) if (n in g.in_memory) == from_memory], np.int64)
+        entries = []  # (chunk positions, their candidate cells, the floor of a run's search)
         for idx in gather_groups(cost, values, here[~alone[here]], room, n_slots, ch):
-            for k, split in zip(idx, read(idx, candidates, from_memory)):
-                found[k] = split
+            cand = np.zeros_like(candidates)
+            cand[idx] = candidates[idx]
+            entries.append((idx, cand, None))
         for k in here[alone[here]]:
             lo, hi = np.searchsorted(cells, [k * n_slots, (k + 1) * n_slots])
             slot_cost = np.zeros(n_slots, np.int64)  # node k's candidate cells, each a run's share
             slot_cost[cells[lo:hi] - k * n_slots] = cell_cost[lo:hi] + cell_values[lo:hi] * per_value
-            found[k] = runs_search(g, avc[k], candidates, slot_cost, k, targets[k], group_offsets, kinds, lead,
-                                   run_room, lambda cand, k=k: read(np.array([k]), cand, from_memory, targets[[k]])[0])
+            for run in node_runs(g, avc[k], candidates[k], slot_cost, targets[k], group_offsets, kinds, lead,
+                                 run_room):
+                cand = np.zeros_like(candidates)
+                cand[k] = run
+                entries.append((np.array([k]), cand, targets[[k]]))
+        if not entries:
+            continue
+        # several reads' worth read once, each group's rows to scratch files (gather_scratch), where this
+        # process reads the rows itself, the dense cells of them all fit the room together, and the disk
+        # holds the picked rows (their picking's bytes, an upper bound on what the files take)
+        one_read = len(entries) > 1 and g.supply.store is None and dense_bytes <= room and (
+            from_memory or g.supply.spilled([chunk[k] for k in here])) and not disk_shortfall(
+            g.params.spill_dir, sum(int(cell_cost[cand.ravel()[cells]].sum()) for _, cand, _ in entries))
+        gathered = entry_values(g, make_task, entries, dense, chunk, from_memory, level, one_read)
+        for (idx, cand, floor), value_counts in zip(entries, gathered):
+            g.one_value.note([chunk[k] for k in idx], value_counts, attrs, group_offsets)
+            run = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx  # a view when it can
+            splits = exact_splits(avc[run], cand[run], value_counts, group_offsets, kinds, binned, g.n_classes,
+                                  g.weighted, g.crit, g.params, g.min_weight_leaf, lead, floor)
+            del value_counts
+            if floor is None:
+                for k, split in zip(idx, splits):
+                    found[k] = split
+            else:  # one run of node k: the best of its runs, as the search over all of them keeps it
+                k = int(idx[0])
+                missing_rows = rows_of_slots(avc[k][group_offsets[1:] - 1], g.n_classes, g.weighted) > 0
+                if better_split(splits[0], found[k], missing_rows):
+                    found[k] = splits[0]
     for k, node in enumerate(chunk):
         if found[k] is not None:
             score, j, ls, rs, inf, nb, br, block = found[k]
             keep_better(best, node, score, int(attrs[j]), (ls, rs, inf, nb, br, block, avc[k] if g.subtract else None))
 
 
-def runs_search(g, avc_k: np.ndarray, candidates: np.ndarray, slot_cost: np.ndarray, k: int, target: float,
-                group_offsets: np.ndarray, kinds: np.ndarray, lead: int, room: int, search) -> tuple | None:
-    """The exact split of node ``k`` (of the chunk; ``avc_k`` its AVC-group) whose candidate bins'
-    gathering exceeds the room alone: its candidate bins (``slot_cost``: each one's bytes in a run)
-    read in runs that fit ``room`` (:func:`rainforest.exact_bins.candidate_runs`), each searched
-    (``search(candidates)``, one read, splits below ``target`` passed over) and the best kept as the
-    search over all of them at once keeps it (:func:`rainforest.exact_gather.better_split`).  The
-    gathering, and the refined group, so hold no more than the room however many rows the node
-    has (unless the bins beside near-winning boundaries, in every run, or one bin alone exceed it):
-    the memory follows the budget, at the price of more reads (issue 13, item 2)."""
+def entry_values(g, make_task, entries: list, dense: np.ndarray, chunk: list, from_memory: bool, level,
+                 one_read: bool):
+    """The gathered values of each of ``entries`` (``(idx, candidates, floor)``), entry by entry: by one
+    read of the level's rows for them all (:func:`rainforest.gather_scratch.gather_scattered`), or by
+    a read each (:func:`rainforest.exact_gather.gather_values`), wherever the level read its rows."""
+    n_tree_nodes = len(g.nodes.feature)
+    if one_read:
+        g.stats.candidate_reads += 1
+        for values, picked, written in gather_scattered(g.supply, make_task, [(idx, cand) for idx, cand, _ in entries],
+                                                        dense, chunk, from_memory, level.number, n_tree_nodes,
+                                                        g.params.spill_dir):
+            g.stats.candidate_values += len(values)
+            g.stats.candidate_rows += picked
+            g.stats.gathering_bytes += written
+            yield values
+        return
+    for idx, cand, _ in entries:
+        values, reads, from_data, picked = gather_values(g.supply, make_task, cand, dense, chunk, idx, from_memory,
+                                                         level.number, n_tree_nodes)
+        level.passes += from_data
+        g.stats.candidate_reads += reads
+        g.stats.candidate_values += len(values)
+        g.stats.candidate_rows += picked
+        yield values
+
+
+def node_runs(g, avc_k: np.ndarray, candidates_k: np.ndarray, slot_cost: np.ndarray, target: float,
+              group_offsets: np.ndarray, kinds: np.ndarray, lead: int, room: int) -> list[np.ndarray]:
+    """The runs (flags over the node's slots) in which a node whose candidate bins' gathering exceeds
+    the room alone is searched (``avc_k`` its AVC-group, ``slot_cost``: each candidate bin's bytes in a
+    run): every run holds the bins beside each boundary within tolerance of the node's ``target``
+    (:func:`rainforest.exact_bins.boundary_mask`), the other bins packed to fit ``room``
+    (:func:`rainforest.exact_bins.candidate_runs`).  Each run is searched with the target as its
+    floor and the best kept as the search over all of them at once keeps it
+    (:func:`rainforest.exact_gather.better_split`): the gathering, and the refined group, so hold no
+    more than the room however many rows the node has (unless the bins beside near-winning
+    boundaries, in every run, or one bin alone exceed it): the memory follows the budget, at the
+    price of more reads (issue 13, item 2), or of scratch files where the runs share one read."""
     near = boundary_mask(avc_k[None], group_offsets, kinds, g.n_classes, g.weighted, g.crit, np.array([target]),
                          lead)[0]
-    missing_rows = rows_of_slots(avc_k[group_offsets[1:] - 1], g.n_classes, g.weighted) > 0
-    runs = candidate_runs(candidates[k], near, slot_cost, room)
+    runs = candidate_runs(candidates_k, near, slot_cost, room)
     g.stats.candidate_runs += len(runs)
-    best = None
-    for run in runs:
-        cand = np.zeros_like(candidates)
-        cand[k] = run
-        split = search(cand)
-        if better_split(split, best, missing_rows):
-            best = split
-    return best
+    return runs

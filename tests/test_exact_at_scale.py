@@ -72,7 +72,10 @@ def test_gathering_without_room_reads_a_node_at_a_time_for_the_same_tree(monkeyp
     cramped = DecisionTreeClassifier(**kw).fit(table, target="class")
     assert cramped.tree_.to_json() == roomy.tree_.to_json()
     assert roomy.grow_stats_.candidate_runs == 0 < cramped.grow_stats_.candidate_runs
-    assert cramped.grow_stats_.candidate_reads == cramped.grow_stats_.candidate_runs  # every node in runs
+    # every node in runs: a read each, or (rows this process reads, no dense bins to hold) one read for
+    # a chunk's runs, scattered to scratch files
+    runs, reads = cramped.grow_stats_.candidate_runs, cramped.grow_stats_.candidate_reads
+    assert reads == runs if cramped.grow_stats_.gathering_bytes == 0 else reads < runs
     # the near bins are summed in each of their node's runs, every other candidate bin once
     assert cramped.grow_stats_.candidate_values >= roomy.grow_stats_.candidate_values
     if budget is None:  # room for all: a read a level; without: a read per node with candidate bins

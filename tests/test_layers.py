@@ -27,7 +27,7 @@ LAYER_NAMES = {STORAGE: "storage", ENGINE: "engine", LEARNERS: "learners", CLI: 
 # storage and BOAT packages by prefix.
 ENGINE_MODULES = ["atomic", "split_choice", "target_parts", "avc", "bayes_counts", "boost_store", "bayes_sql", "bayes_state", "bootstrap", "budget", "categorical_splits",
                   "combinations", "compact", "constraints", "count_bins", "counting", "cost_complexity", "criteria",
-                  "dask_predict", "exact_bins", "exact_gather", "exact_search", "gather_kernels",
+                  "dask_predict", "exact_bins", "exact_gather", "exact_search", "gather_kernels", "gather_scratch",
                   "datasets", "errors", "forest_exact", "forest_grow", "forest_kernels", "forest_levels", "forest_oob", "forest_passes",
                   "forest_rows", "grow", "in_bag", "inputs", "meter", "model_fields", "nodes", "outputs",
                   "params", "partition", "plan", "profile", "profile_data", "pruning", "pushdown", "node_tables", "rowhash", "rows",
