@@ -65,6 +65,7 @@ def run(args) -> dict:
             "test_accuracy": float(clf.score(args.test, target=LABEL)), "n_nodes": int(clf.tree_.node_count),
             "binned_attributes": stats.binned_attributes, "candidate_reads": stats.candidate_reads,
             "candidate_values": stats.candidate_values, "candidate_runs": stats.candidate_runs,
+            "gathering_bytes": stats.gathering_bytes,
             "spill_reads": stats.spill_reads}
 
 

@@ -193,7 +193,7 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
     bins searched, the candidate bins' values gathered in groups of nodes as the budget's room
     allows (:func:`gather_groups`; a node too large alone, in runs of its bins, :func:`node_runs`),
     by one further read of the same rows where this process reads them, else a read a group
-    (:func:`entry_values`), and each group's refined AVC-groups searched."""
+    (:func:`search_entries`), and each group's refined AVC-groups searched."""
     g = growth
     group_offsets = group_offsets_of(g.offsets, attrs)
     kinds, binned = g.schema.kinds[attrs], g.binned[attrs]
@@ -223,35 +223,34 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
     dense_bytes = cell_cost[dense.ravel()[cells]].sum() if dense.any() else 0
     for from_memory in (False, True):
         here = np.array([k for k, n in enumerate(chunk) if (n in g.in_memory) == from_memory], np.int64)
-        entries = []  # (chunk positions, their candidate cells, the floor of a run's search)
+        # (chunk positions, their rows of candidate flags, the floor of a run's search; the picking's bytes)
+        entries, picking = [], 0
         for idx in gather_groups(cost, values, here[~alone[here]], room, n_slots, ch):
-            cand = np.zeros_like(candidates)
-            cand[idx] = candidates[idx]
-            entries.append((idx, cand, None))
+            entries.append((idx, candidates[idx], None))
+            picking += int(cost[idx].sum())
         for k in here[alone[here]]:
             lo, hi = np.searchsorted(cells, [k * n_slots, (k + 1) * n_slots])
             slot_cost = np.zeros(n_slots, np.int64)  # node k's candidate cells, each a run's share
             slot_cost[cells[lo:hi] - k * n_slots] = cell_cost[lo:hi] + cell_values[lo:hi] * per_value
             for run in node_runs(g, avc[k], candidates[k], slot_cost, targets[k], group_offsets, kinds, lead,
                                  run_room):
-                cand = np.zeros_like(candidates)
-                cand[k] = run
-                entries.append((np.array([k]), cand, targets[[k]]))
+                entries.append((np.array([k]), run[None], targets[[k]]))
+                picking += int(cell_cost[lo:hi][run[cells[lo:hi] - k * n_slots]].sum())
         if not entries:
             continue
         # several reads' worth read once, each group's rows to scratch files (gather_scratch), where this
         # process reads the rows itself, the dense cells of them all fit the room together, and the disk
         # holds the picked rows (their picking's bytes, an upper bound on what the files take)
         one_read = len(entries) > 1 and g.supply.store is None and dense_bytes <= room and (
-            from_memory or g.supply.spilled([chunk[k] for k in here])) and not disk_shortfall(
-            g.params.spill_dir, sum(int(cell_cost[cand.ravel()[cells]].sum()) for _, cand, _ in entries))
-        gathered = entry_values(g, make_task, entries, dense, chunk, from_memory, level, one_read)
-        for (idx, cand, floor), value_counts in zip(entries, gathered):
+            from_memory or g.supply.spilled([chunk[k] for k in here])) and not disk_shortfall(g.params.spill_dir,
+                                                                                             picking)
+        def search(i, value_counts):
+            """Entry ``i``'s splits, from its gathered values (held by no caller meanwhile)."""
+            idx, cand, floor = entries[i]
             g.one_value.note([chunk[k] for k in idx], value_counts, attrs, group_offsets)
             run = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx  # a view when it can
-            splits = exact_splits(avc[run], cand[run], value_counts, group_offsets, kinds, binned, g.n_classes,
+            splits = exact_splits(avc[run], cand, value_counts, group_offsets, kinds, binned, g.n_classes,
                                   g.weighted, g.crit, g.params, g.min_weight_leaf, lead, floor)
-            del value_counts
             if floor is None:
                 for k, split in zip(idx, splits):
                     found[k] = split
@@ -260,36 +259,44 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
                 missing_rows = rows_of_slots(avc[k][group_offsets[1:] - 1], g.n_classes, g.weighted) > 0
                 if better_split(splits[0], found[k], missing_rows):
                     found[k] = splits[0]
+
+        search_entries(g, make_task, entries, candidates.shape, dense, chunk, from_memory, level, one_read, search)
     for k, node in enumerate(chunk):
         if found[k] is not None:
             score, j, ls, rs, inf, nb, br, block = found[k]
             keep_better(best, node, score, int(attrs[j]), (ls, rs, inf, nb, br, block, avc[k] if g.subtract else None))
 
 
-def entry_values(g, make_task, entries: list, dense: np.ndarray, chunk: list, from_memory: bool, level,
-                 one_read: bool):
-    """The gathered values of each of ``entries`` (``(idx, candidates, floor)``), entry by entry: by one
+def search_entries(g, make_task, entries: list, shape: tuple, dense: np.ndarray, chunk: list, from_memory: bool,
+                   level, one_read: bool, search) -> None:
+    """``search(i, values)`` for each of ``entries`` (``(idx, candidates, floor)``: chunk positions and
+    their rows of candidate flags, of the chunk's ``shape`` of them) with its gathered values: by one
     read of the level's rows for them all (:func:`rainforest.gather_scratch.gather_scattered`), or by
-    a read each (:func:`rainforest.exact_gather.gather_values`), wherever the level read its rows."""
+    a read each (:func:`rainforest.exact_gather.gather_values`), wherever the level read its rows.
+    One entry's values at a time: none is held while the next is gathered."""
     n_tree_nodes = len(g.nodes.feature)
-    if one_read:
-        g.stats.candidate_reads += 1
-        for values, picked, written in gather_scattered(g.supply, make_task, [(idx, cand) for idx, cand, _ in entries],
-                                                        dense, chunk, from_memory, level.number, n_tree_nodes,
-                                                        g.params.spill_dir):
-            g.stats.candidate_values += len(values)
-            g.stats.candidate_rows += picked
-            g.stats.gathering_bytes += written
-            yield values
-        return
-    for idx, cand, _ in entries:
-        values, reads, from_data, picked = gather_values(g.supply, make_task, cand, dense, chunk, idx, from_memory,
-                                                         level.number, n_tree_nodes)
-        level.passes += from_data
-        g.stats.candidate_reads += reads
+
+    def counted(i, values, picked):
         g.stats.candidate_values += len(values)
         g.stats.candidate_rows += picked
-        yield values
+        search(i, values)
+
+    if one_read:
+        g.stats.candidate_reads += 1
+        g.stats.gathering_bytes += gather_scattered(g.supply, make_task, [(idx, cand) for idx, cand, _ in entries],
+                                                    shape, dense, chunk, from_memory, level.number, n_tree_nodes,
+                                                    g.params.spill_dir, counted)
+        return
+    for i, (idx, rows, _) in enumerate(entries):
+        cand = np.zeros(shape, np.bool_)  # the chunk's flags, this entry's rows set: one entry's at a time
+        cand[idx] = rows
+        values, reads, from_data, picked = gather_values(g.supply, make_task, cand, dense, chunk, idx, from_memory,
+                                                         level.number, n_tree_nodes)
+        del cand
+        level.passes += from_data
+        g.stats.candidate_reads += reads
+        counted(i, values, picked)
+        del values
 
 
 def node_runs(g, avc_k: np.ndarray, candidates_k: np.ndarray, slot_cost: np.ndarray, target: float,

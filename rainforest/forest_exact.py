@@ -243,7 +243,7 @@ def _attribute_split(g, jobs, counts: np.ndarray, candidate: np.ndarray, j: int,
     """The exact split of job ``j`` over its ``q``-th attribute alone.  Where that attribute's candidate
     rows exceed the room too (a node its attributes split only weakly makes most bins candidates),
     its candidate bins are gathered in *runs* that fit (:func:`rainforest.exact_bins.candidate_runs`,
-    as the tree's :func:`rainforest.exact_search.runs_search`): the bins beside every boundary within
+    as the tree's :func:`rainforest.exact_search.node_runs`): the bins beside every boundary within
     tolerance of ``target`` are refined in every run, so any split that may win has both its
     neighbours' values wherever it is searched, and the other candidate bins are refined one run at a
     time, whole in the others (a whole bin hides only the splits inside it, which its own run holds).

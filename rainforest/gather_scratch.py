@@ -33,15 +33,15 @@ class CellGroups:
     """Which groups each candidate cell belongs to (a near-winning boundary's bins are in every run of
     their node), as ``group[start[c]:start[c + 1]]`` for cell ``c``."""
 
-    def __init__(self, task: ValuePass, masks: list):
+    def __init__(self, task: ValuePass, entries: list):
         number = task.cells.number
-        cell = np.concatenate([number[mask] for mask in masks]).astype(np.int64)
-        group = np.concatenate([np.full(int(mask.sum()), g, np.int64) for g, mask in enumerate(masks)])
+        cell = np.concatenate([number[idx][rows] for idx, rows in entries]).astype(np.int64)
+        group = np.concatenate([np.full(int(rows.sum()), g, np.int64) for g, (_, rows) in enumerate(entries)])
         order = np.argsort(cell, kind="stable")
         self.group = group[order]
         self.start = np.zeros(len(task.cells.high) + 1, np.int64)
         np.cumsum(np.bincount(cell, minlength=len(task.cells.high)), out=self.start[1:])
-        self.n_groups = len(masks)
+        self.n_groups = len(entries)
 
     def rows_by_group(self, cell: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
         """``(group, rows)`` for every group some of the rows (of cells ``cell``) belong to: the
@@ -119,22 +119,24 @@ class ScatteredCells:
             self.parts[g].append((cell[take], slot[take], counts[take]))
 
 
-def gather_scattered(supply, make_task, entries: list, dense: np.ndarray, chunk: list, from_memory: bool,
-                     level: int, n_tree_nodes: int, parent: str | None) -> Iterator[tuple]:
-    """The values of each of ``entries`` (``(idx, candidates)``: chunk positions, and flags over the
-    chunk's AVC-group slots holding only those nodes' candidate cells: the runs of a node share the
-    bins beside its near-winning boundaries) from
-    one read of the chunk's rows (``supply.count`` of a :class:`rainforest.exact_gather.ValuePass` over
-    all of them), entry by entry: ``(values, picked, bytes written)``, ``values`` numbered as
-    :func:`rainforest.exact_gather.exact_splits` takes them.  The scratch folder (under ``parent``)
-    is removed when the last entry was taken, or on an error or an early close."""
-    masks = [cand for _, cand in entries]
-    union = np.logical_or.reduce(masks)
+def gather_scattered(supply, make_task, entries: list, shape: tuple, dense: np.ndarray, chunk: list,
+                     from_memory: bool, level: int, n_tree_nodes: int, parent: str | None, consume) -> int:
+    """The values of each of ``entries`` (``(idx, rows)``: chunk positions, and their rows of flags over
+    the AVC-group slots, the candidate cells the entry gathers: the runs of a node share the bins
+    beside its near-winning boundaries; ``shape``: the chunk's flags') from one read of the chunk's
+    rows (``supply.count`` of a :class:`rainforest.exact_gather.ValuePass` over all of them), handed
+    entry by entry to ``consume(entry, values, picked)``, ``values`` numbered as
+    :func:`rainforest.exact_gather.exact_splits` takes them; no entry's values are held here while
+    the next is summed.  Returns the bytes the scratch files took.  The scratch folder (under
+    ``parent``) is removed after the last entry, an error or an interrupt."""
+    union = np.zeros(shape, np.bool_)
+    for idx, rows in entries:
+        union[idx] |= rows
     reading = np.flatnonzero(union.any(axis=1))
     node_pos = np.full(n_tree_nodes, -1, np.int32)
     node_pos[np.asarray(chunk)[reading]] = reading
     task = ValuePass(make_task(node_pos), union, dense if dense[reading].any() else None)
-    groups = CellGroups(task, masks)
+    groups = CellGroups(task, entries)
     folder = scratch_folder(parent)
     try:
         picks, cells = ScatteredPicks(folder, groups), ScatteredCells(groups)
@@ -147,14 +149,17 @@ def gather_scattered(supply, make_task, entries: list, dense: np.ndarray, chunk:
         if state.dense is not None:  # the dense cells' ranks, summed in place: each to its group
             cells.append(dense_cells(state.dense, task.cells.dense_at, task.cells.first, task.cells.span))
         del state
-        n_slots = union.shape[1]
         for g, (idx, _) in enumerate(entries):
-            one = ValueState.empty(task.level.n_channels, task.level.weighted, task.cells)
-            one.pending, one.summed, one.picked = picks.load(g), cells.parts[g], int(picks.rows[g])
-            cells.parts[g] = []
-            values = one.value_counts(n_slots)
-            del one
-            yield numbered_from_zero(values, idx, len(chunk)), int(picks.rows[g]), picks.bytes_written if g == 0 else 0
+            consume(g, numbered_from_zero(_summed(task, picks, cells, g, union.shape[1]), idx, len(chunk)),
+                    int(picks.rows[g]))
+        return picks.bytes_written
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
+
+def _summed(task: ValuePass, picks: ScatteredPicks, cells: ScatteredCells, g: int, n_slots: int):
+    """Group ``g``'s values, summed from its files and its cells summed already."""
+    one = ValueState.empty(task.level.n_channels, task.level.weighted, task.cells)
+    one.pending, one.summed, one.picked = picks.load(g), cells.parts[g], int(picks.rows[g])
+    cells.parts[g] = []
+    return one.value_counts(n_slots)

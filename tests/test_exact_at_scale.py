@@ -62,7 +62,7 @@ def test_nodes_refined_a_chunk_at_a_time_give_the_same_tree(monkeypatch):
 def test_gathering_without_room_reads_a_node_at_a_time_for_the_same_tree(monkeypatch, budget):
     """The gathering's memory is bounded (exact_search.gather_groups): nodes whose candidate rows
     exceed the room are gathered in further reads of the level's rows, down to one node a read, and
-    a node too large alone in runs of its bins (exact_search.runs_search). With no room at all
+    a node too large alone in runs of its bins (exact_search.node_runs). With no room at all
     (every node alone, each candidate bin a run with the bins beside near-winning boundaries), kept
     rows or spilled, the tree is the same; the reads are more, and the two sets of reads are counted."""
     table = pq.read_table(dataset_path("magic"))

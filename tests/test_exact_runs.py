@@ -1,5 +1,5 @@
 """A node whose candidate bins' gathering exceeds the room alone is searched in runs of its bins
-(rainforest/exact_search.py ``runs_search``, rainforest/exact_bins.py ``candidate_runs``): each run
+(rainforest/exact_search.py ``node_runs``, rainforest/exact_bins.py ``candidate_runs``): each run
 holds the bins beside every boundary that may win and a share of the others, fits the room, and the
 best over the runs (rainforest/exact_gather.py ``better_split``) is the split of the search over all
 candidate bins at once, ties included: the tree of one slot per value, JSON for JSON, with a memory

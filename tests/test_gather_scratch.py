@@ -27,8 +27,8 @@ def _table(n=60_000) -> pa.Table:
 
 def _a_read_per_group(monkeypatch):
     """The mutation: every group and run read on its own, as before one read served them all."""
-    entry_values = exact_search.entry_values
-    monkeypatch.setattr(exact_search, "entry_values", lambda *args: entry_values(*args[:-1], False))
+    search_entries = exact_search.search_entries
+    monkeypatch.setattr(exact_search, "search_entries", lambda *args: search_entries(*args[:-2], False, args[-1]))
 
 
 @pytest.mark.parametrize("where", ["kept", "spilled"])
@@ -86,10 +86,12 @@ def test_a_cell_in_several_runs_reaches_each_of_them():
     files, the others' to their one group's, each group's rows in row order."""
     from types import SimpleNamespace
 
-    masks = [np.array([[1, 1, 0, 0]], bool), np.array([[1, 0, 1, 0]], bool), np.array([[0, 0, 0, 1]], bool)]
+    node = np.array([0])
+    entries = [(node, np.array([[1, 1, 0, 0]], bool)), (node, np.array([[1, 0, 1, 0]], bool)),
+               (node, np.array([[0, 0, 0, 1]], bool))]
     number = np.arange(4).reshape(1, 4)  # cell c is slot c
     task = SimpleNamespace(cells=SimpleNamespace(number=number, high=np.arange(4)))
-    groups = gather_scratch.CellGroups(task, masks)
+    groups = gather_scratch.CellGroups(task, entries)
     cell = np.array([3, 0, 1, 2, 0, 3])
     got = {g: rows.tolist() for g, rows in groups.rows_by_group(cell)}
     assert got == {0: [1, 2, 4], 1: [1, 3, 4], 2: [0, 5]}
