@@ -31,26 +31,18 @@ import os
 import pickle
 import shutil
 import tempfile
-import threading
 import uuid
 from dataclasses import dataclass, field
 
 from .base import check_partition_rows
+from .holdings import Holdings
 from .scratch import swap_in
 
-#: (store id, partition index) -> the partition's pieces, in row order; this process's share.
-_PIECES: dict = {}
-#: store id -> bytes of pieces this process holds for it.
-_HELD: dict = {}
-#: (store id, partition index) -> the file of its pieces on this machine's disk (past the memory share).
-_FILES: dict = {}
-#: store id -> bytes of its files here.
-_ON_DISK: dict = {}
-#: store id -> the folder of its files here.
-_FOLDERS: dict = {}
-#: store ids of fits that have ended: a late task of one keeps nothing.
-_CLOSED: set = set()
-_LOCK = threading.Lock()
+#: this process's share of the fits' stores: (store id, partition index) -> the partition's pieces
+#: (``items``) or the file of them past the memory share (``files``); the bytes of each, per store id
+_HOLDINGS = Holdings()
+_PIECES, _FILES, _HELD, _ON_DISK = _HOLDINGS.items, _HOLDINGS.files, _HOLDINGS.in_memory, _HOLDINGS.on_disk
+_FOLDERS, _CLOSED, _LOCK = _HOLDINGS.folders, _HOLDINGS.closed, _HOLDINGS.lock
 
 
 @dataclass(frozen=True)
@@ -238,24 +230,10 @@ def merge_folds(task, a: StoredFold, b: StoredFold) -> StoredFold:
 
 def drop_store(store_id: str) -> int:
     """Release this process's pieces of ``store_id``, in memory and on disk; returns the bytes freed."""
-    with _LOCK:
-        _CLOSED.add(store_id)
-        for key in [k for k in _PIECES if k[0] == store_id]:
-            del _PIECES[key]
-        for key in [k for k in _FILES if k[0] == store_id]:
-            del _FILES[key]
-        folder = _FOLDERS.pop(store_id, None)
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-        return _HELD.pop(store_id, 0) + _ON_DISK.pop(store_id, 0)
+    return _HOLDINGS.drop(store_id)
 
 
 def held() -> dict:
-    """Bytes of pieces this process holds, per store id, in memory and (key ``"disk"``) in files
-    whose folder exists: what a test asks the workers with ``client.run``."""
-    with _LOCK:
-        out = {k: v for k, v in _HELD.items() if v}
-        disk = {k: v for k, v in _ON_DISK.items() if v}
-        if disk:
-            out["disk"] = disk
-        return out
+    """Bytes of pieces this process holds, per store id, in memory and (key ``"disk"``) in files: what
+    a test asks the workers with ``client.run``."""
+    return _HOLDINGS.held()

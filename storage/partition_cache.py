@@ -19,20 +19,17 @@ Only this module's functions run on the workers; it imports nothing from the lea
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import threading
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-_BATCHES: dict = {}  # key -> the partition's batches, in order
-_HELD: dict = {}  # fit id -> bytes of batches in this process's memory
-_FILES: dict = {}  # key -> the Arrow IPC stream of the partition's batches on this machine's disk
-_ON_DISK: dict = {}  # fit id -> bytes of its files here
-_FOLDERS: dict = {}  # fit id -> the folder of its files here
-_CLOSED: set = set()  # fits that have ended: a late task of one keeps nothing
-_LOCK = threading.Lock()
+from .holdings import Holdings
+
+# this process's share: (fit id, partition, columns, batch size) -> the partition's batches in memory
+# (``items``) or the Arrow IPC stream of them on this machine's disk (``files``); bytes per fit id
+_KEPT = Holdings()
 
 
 @dataclass(frozen=True)
@@ -52,15 +49,15 @@ class CachedReader:
     def holds(self, part, columns, batch_size: int) -> bool:
         """Whether this process keeps the partition's batches (a read of it then reads no source)."""
         key = self._key(part[0], columns, batch_size)
-        with _LOCK:
-            return key in _BATCHES or key in _FILES
+        with _KEPT.lock:
+            return key in _KEPT.items or key in _KEPT.files
 
     def __call__(self, part, columns, batch_size: int):
         index, inner_part = part
         key = self._key(index, columns, batch_size)
-        with _LOCK:
-            batches, path = _BATCHES.get(key), _FILES.get(key)
-            room = _HELD.get(self.fit_id, 0) < self.budget_bytes
+        with _KEPT.lock:
+            batches, path = _KEPT.items.get(key), _KEPT.files.get(key)
+            room = _KEPT.in_memory.get(self.fit_id, 0) < self.budget_bytes
         if batches is not None:
             yield from batches
             return
@@ -92,11 +89,11 @@ class CachedReader:
                 writer.close()
             if path and not whole:
                 os.remove(path)
-        with _LOCK:
-            in_memory = room and _HELD.get(self.fit_id, 0) + size <= self.budget_bytes
-            if in_memory and self.fit_id not in _CLOSED and key not in _BATCHES and key not in _FILES:
-                _BATCHES[key] = kept
-                _HELD[self.fit_id] = _HELD.get(self.fit_id, 0) + size
+        with _KEPT.lock:
+            in_memory = room and _KEPT.in_memory.get(self.fit_id, 0) + size <= self.budget_bytes
+            if in_memory and self.fit_id not in _KEPT.closed and key not in _KEPT.items and key not in _KEPT.files:
+                _KEPT.items[key] = kept
+                _KEPT.in_memory[self.fit_id] = _KEPT.in_memory.get(self.fit_id, 0) + size
                 return
         if kept and not in_memory and self.disk:  # the memory share filled up during this partition
             path = _new_file(self.fit_id, key[1])
@@ -105,10 +102,10 @@ class CachedReader:
                     for batch in kept:
                         out.write_batch(batch)
         if path:
-            with _LOCK:
-                if self.fit_id not in _CLOSED and key not in _BATCHES and key not in _FILES:
-                    _FILES[key] = path
-                    _ON_DISK[self.fit_id] = _ON_DISK.get(self.fit_id, 0) + os.path.getsize(path)
+            with _KEPT.lock:
+                if self.fit_id not in _KEPT.closed and key not in _KEPT.items and key not in _KEPT.files:
+                    _KEPT.files[key] = path
+                    _KEPT.on_disk[self.fit_id] = _KEPT.on_disk.get(self.fit_id, 0) + os.path.getsize(path)
                     return
             os.remove(path)  # the fit ended meanwhile, or another read of the partition kept it first
 
@@ -124,34 +121,19 @@ def _new_file(fit_id: str, index: int) -> str | None:
         base = tempfile.gettempdir()
     folder = os.path.join(base, f"rainforest-batches-{fit_id}")
     os.makedirs(folder, exist_ok=True)
-    with _LOCK:
-        if fit_id in _CLOSED:
+    with _KEPT.lock:
+        if fit_id in _KEPT.closed:
             return None
-        _FOLDERS[fit_id] = folder
+        _KEPT.folders[fit_id] = folder
     return os.path.join(folder, f"part-{index}-{threading.get_ident()}.arrows")
 
 
 def drop(fit_id: str) -> int:
     """Release this process's batches of ``fit_id``, in memory and on disk; returns the bytes freed."""
-    with _LOCK:
-        _CLOSED.add(fit_id)
-        for key in [k for k in _BATCHES if k[0] == fit_id]:
-            del _BATCHES[key]
-        for key in [k for k in _FILES if k[0] == fit_id]:
-            del _FILES[key]
-        folder = _FOLDERS.pop(fit_id, None)
-        freed = _HELD.pop(fit_id, 0) + _ON_DISK.pop(fit_id, 0)
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
-    return freed
+    return _KEPT.drop(fit_id)
 
 
 def held() -> dict:
     """Bytes of batches this process holds, per fit id, in memory and (key ``"disk"``) in files: what a
     test asks the workers with ``client.run``."""
-    with _LOCK:
-        out = {k: v for k, v in _HELD.items() if v}
-        disk = {k: v for k, v in _ON_DISK.items() if v}
-        if disk:
-            out["disk"] = disk
-        return out
+    return _KEPT.held()
