@@ -13,7 +13,7 @@ def _state(rng, n, n_cells, n_slots):
     return keys // n_slots, keys % n_slots * 7 - 10, counts  # signed slots, as value keys are
 
 
-@pytest.mark.parametrize("sizes", [(5000, 40, 3), (0, 10), (1, 1), (200, 200, 0, 7)])
+@pytest.mark.parametrize("sizes", [(5000, 40, 3), (40, 5000, 3), (3000, 5000), (0, 10), (1, 1), (200, 200, 0, 7)])
 def test_union_of_cells_adds_equal_pairs_and_keeps_order(sizes):
     rng = np.random.default_rng(len(sizes))
     states = [_state(rng, n, 50, 300) for n in sizes]
