@@ -244,6 +244,7 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
         one_read = len(entries) > 1 and g.supply.store is None and dense_bytes <= room and (
             from_memory or g.supply.spilled([chunk[k] for k in here])) and not disk_shortfall(g.params.spill_dir,
                                                                                              picking)
+
         def search(i, value_counts):
             """Entry ``i``'s splits, from its gathered values (held by no caller meanwhile)."""
             idx, cand, floor = entries[i]

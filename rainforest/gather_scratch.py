@@ -4,14 +4,15 @@ A level's gathering is planned in *groups* (nodes whose gathering fits the room 
 *runs* (one node's candidate bins, where they exceed the room alone; :mod:`rainforest.exact_search`).
 Read one by one, each is a read of the level's rows: at 100M Agrawal rows, 25 reads of a 4 GB
 spill for 10 levels.  Here one read serves them all: each block's picked rows (candidate cell,
-value, class, weight: 13 bytes a row with value keys) are split by the group their cell belongs to
-and appended to that group's scratch files as they stream by, and each group is then summed
-from its files alone, so memory holds one group at a time, as before.  Every cell sees the same
-blocks and the same rows as its own read would, so each group's values, and the tree, are the
-ones the reads one by one give.
+value, class, weight: 13 bytes a row with value keys) are appended, as they stream by, to the
+scratch files of every group their cell belongs to, and each group is then summed from its files
+alone, so memory holds one group at a time, as before.  Every cell sees the same blocks and the
+same rows as its own read would, so each group's values, and the tree, are the ones the reads
+one by one give.
 
-Only for rows this process reads itself (kept in memory, or spilled): a Dask worker's store
-would write its files on the worker, and a pass over the source would be read again anyway.
+Only for rows this process reads itself (kept in memory, or spilled): on a Dask worker's store
+the files would be the worker's, and under ``algorithm="read"`` each group stays a pass of its
+own over the source, as before.
 """
 from __future__ import annotations
 
