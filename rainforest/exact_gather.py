@@ -161,6 +161,9 @@ class ValuePass:
     sinks: tuple | None = None
     spill = None  # a read of candidates writes no spill and keeps no rows
     keep_into = None
+    # nor moves a row past the node the level's count routed it to: the spill's node files, which
+    # that count wrote back, stay as they are (descend from them is idempotent)
+    routes_rows = False
 
     @property
     def store(self):

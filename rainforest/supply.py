@@ -39,8 +39,10 @@ class RowSupply:
             meter = PassMeter(f"level {level}, spill partitions {sorted(parts)}, {label}", self.verbose,
                               self.spill.rows_in(parts))
             state = task.new_state()
-            # a read that writes a new generation leaves the current one's nodes as they were
-            for rows in self.spill.read(parts, self.batch_size, update_nodes=task.spill is None):
+            # a read that writes a new generation leaves the current one's nodes as they were; one that
+            # routes no row further than the level's count did (a gathering) has nothing to write back
+            update = task.spill is None and getattr(task, "routes_rows", True)
+            for rows in self.spill.read(parts, self.batch_size, update_nodes=update):
                 state = task.count(state, rows)
                 meter(len(rows))
             meter.done()
