@@ -248,18 +248,36 @@ class ValuePass:
         args = (S, y, w, order, starts, ends, task.attrs, task.group_offsets(), *c.kernel_args(), cells.number,
                 pair_start, pair_cells, cells.first, cells.dense_at, state.dense_rows(), low, high, one_value, n_in,
                 task.weighted)
+        notes = self._notes(starts, ends)
         at = np.zeros(len(pair_start), np.int64)
-        pick_rows(*args, *picked_arrays(0, S, y, False), at, False)
+        pick_rows(*args, *notes, *picked_arrays(0, S, y, False), at, False)
         one = np.flatnonzero((low == high) & (n_in > 1))  # cells of rows of one slot in this block: summed already
         if len(one):
             state.summed.append((one.astype(np.int32), low[one].astype(np.int64), one_value[one]))
         np.cumsum(at, out=at)
         if at[-1]:
             out = picked_arrays(int(at[-1]), S, y, len(w) > 0)
-            pick_rows(*args, *out, at, True)
+            pick_rows(*args, *notes, *out, at, True)
             state.pending.append(out)
             state.picked += int(at[-1])
         return state
+
+    def _notes(self, starts: np.ndarray, ends: np.ndarray) -> tuple:
+        """Room for :func:`rainforest.gather_kernels.pick_rows` to note the rows of candidate cells as it
+        first scans a block (as many a pair as its node has rows), so its second call reads the notes
+        rather than every row again; none (the second call scans again) where that room would pass
+        :data:`NOTED_ROWS`, as for all the rows kept in memory at once."""
+        pair_start, _ = self.pairs
+        n_nodes = len(starts)
+        with_cells = np.diff(pair_start) > 0
+        bound = np.where(with_cells, np.tile(ends - starts, len(with_cells) // max(n_nodes, 1)), 0)
+        total = int(bound.sum())
+        if total > NOTED_ROWS or not total:
+            empty = np.empty(0, np.int64)
+            return empty, np.empty(0, np.int32), empty, empty
+        seen_at = np.zeros(len(bound) + 1, np.int64)
+        np.cumsum(bound, out=seen_at[1:])
+        return np.empty(total, np.int64), np.empty(total, np.int32), seen_at, np.zeros(len(bound), np.int64)
 
     def merge(self, a: ValueState, b: ValueState) -> ValueState:
         """``b``'s cells added to ``a``'s, as two AVC-groups merge."""
@@ -301,6 +319,7 @@ def numbered_from_zero(values: ValueCounts, idx: np.ndarray, n_chunk: int) -> Va
     return values
 
 
+NOTED_ROWS = 1 << 22  # rows pick_rows may note in a block's first scan (12 bytes each: 48 MB)
 REFINED_SLOTS = 1 << 20  # nodes are refined and searched in chunks of about this many slots
 
 

@@ -12,8 +12,8 @@ from .counting import add_row
 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counted, key_base, table, table_start,
-              group, pair_start, pair_cells, first, dense_at, dense, low, high, one_value, n_in, count_rows, out_group,
-              out_rank, out_y, out_w, at, fill):
+              group, pair_start, pair_cells, first, dense_at, dense, low, high, one_value, n_in, count_rows, seen_row,
+              seen_cell, seen_at, seen_n, out_group, out_rank, out_y, out_w, at, fill):
     """The rows of a block whose counted slot is a candidate at their node, in two calls, per (attribute,
     node) pair ``p = j * n_nodes + k`` (node ``k``'s rows ``starts[k]:ends[k]``, through ``order``
     unless it is empty) and row in row order.  Pair ``p``'s candidate cells are
@@ -29,10 +29,16 @@ def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_co
     value key), class and weight (``out_w`` empty when every weight is one), pair ``p`` writing
     from ``at[p]``, so the pairs run in parallel and the output is the serial one.  (A block may be
     a whole spill partition: outputs sized for all its rows would cost more than this scan.)  A
-    pair's cells are its own, so no cell is written by two threads."""
+    pair's cells are its own, so no cell is written by two threads.
+
+    Where ``seen_at`` is given (per pair, the first of room for as many entries as the pair's node
+    has rows), the first call also notes each row of a picked-or-summed cell (``seen_row``,
+    ``seen_cell``; ``seen_n[p]`` of them) and the second picks from those notes, the rows of
+    candidate cells (a few in a hundred), instead of scanning every row again."""
     # unsigned indices, as in rainforest.avc.accumulate: no check for a negative index on every access
     unit = w.shape[0] == 0
     direct = order.shape[0] == 0
+    noting = seen_at.shape[0] > 0
     n_nodes = starts.shape[0]
     rows_channel = one_value.shape[1] - 1
     for p in numba.prange(pair_start.shape[0] - 1):
@@ -41,12 +47,26 @@ def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_co
         j = p // n_nodes
         k = p - j * n_nodes
         a = np.uint64(attrs[j])
+        if fill and noting:  # the rows the first call noted, in row order
+            m = at[p]
+            for t in range(seen_at[p], seen_at[p] + seen_n[p]):
+                i = np.uint64(seen_row[t])
+                ug = np.uint64(seen_cell[t])
+                if low[ug] < high[ug] or n_in[ug] == 1:
+                    out_group[m] = seen_cell[t]
+                    out_rank[m] = S[i, a]
+                    out_y[m] = y[i]
+                    if not unit:
+                        out_w[m] = w[i]
+                    m += 1
+            continue
         sh, miss, nc, kb = shift[a], missing[a], n_counted[a], key_base[a]
         tab = table[table_start[a]:table_start[a + 1]]
         cells = group[k, offsets[j]:offsets[j + 1]]
         lo = starts[k]
         rows = order[lo:ends[k]]
         m = at[p] if fill else 0
+        noted = seen_at[p] if noting else 0
         for t in range(ends[k] - lo):
             i = np.uint64(lo + t) if direct else np.uint64(rows[t])
             v = S[i, a]
@@ -70,12 +90,18 @@ def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_co
                 high[ug] = max(high[ug], v)
                 n_in[ug] += 1
                 add_row(one_value[ug], 0, y[i], 1.0 if unit else w[i], count_rows, rows_channel)
+                if noting:
+                    seen_row[noted] = np.int64(i)
+                    seen_cell[noted] = g
+                    noted += 1
         if not fill:
             for t in range(pair_start[p], pair_start[p + 1]):
                 g = pair_cells[t]
                 if low[g] < high[g] or n_in[g] == 1:
                     m += n_in[g]
             at[p + 1] = m
+            if noting:
+                seen_n[p] = noted - seen_at[p]
 
 
 def dense_cells(dense: np.ndarray, dense_at: np.ndarray, first: np.ndarray, span: np.ndarray) -> tuple:

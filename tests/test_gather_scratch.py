@@ -95,3 +95,20 @@ def test_a_cell_in_several_runs_reaches_each_of_them():
     cell = np.array([3, 0, 1, 2, 0, 3])
     got = {g: rows.tolist() for g, rows in groups.rows_by_group(cell)}
     assert got == {0: [1, 2, 4], 1: [1, 3, 4], 2: [0, 5]}
+
+
+def test_picking_from_the_first_scans_notes_gives_the_rows_of_a_second_scan(monkeypatch):
+    """pick_rows notes the rows of candidate cells as it first scans a block and picks from the notes
+    (rainforest/exact_gather.py ``NOTED_ROWS``); without notes it scans the block again: the same
+    picked rows, values and tree."""
+    from rainforest import exact_gather
+
+    table = _table()
+    noted = DecisionTreeClassifier(max_bins=None, max_depth=6, algorithm="write", memory_budget="2MB").fit(
+        table, target="y")
+    monkeypatch.setattr(exact_gather, "NOTED_ROWS", 0)
+    scanned = DecisionTreeClassifier(max_bins=None, max_depth=6, algorithm="write", memory_budget="2MB").fit(
+        table, target="y")
+    assert noted.tree_.to_json() == scanned.tree_.to_json()
+    assert noted.grow_stats_.candidate_rows == scanned.grow_stats_.candidate_rows > 0
+    assert noted.grow_stats_.candidate_values == scanned.grow_stats_.candidate_values
