@@ -76,19 +76,19 @@ class CachedReader:
                 if room:
                     kept.append(batch)
                 elif self.disk and writer is not False:
-                    if writer is None:
-                        path = _new_file(self.fit_id, key[1])
-                        writer = pa.ipc.new_stream(path, batch.schema) if path else False
-                    if writer:
-                        writer.write_batch(batch)
+                    writer, path = _written(writer, path, self.fit_id, key[1], batch)
                 size += batch.nbytes
                 yield batch
             whole = True
         finally:
             if writer:
-                writer.close()
+                try:
+                    writer.close()
+                except OSError:  # the disk filled up at the last write: nothing kept on it
+                    whole = False
             if path and not whole:
                 os.remove(path)
+                path = None
         with _KEPT.lock:
             in_memory = room and _KEPT.in_memory.get(self.fit_id, 0) + size <= self.budget_bytes
             if in_memory and self.fit_id not in _KEPT.closed and key not in _KEPT.items and key not in _KEPT.files:
@@ -96,11 +96,11 @@ class CachedReader:
                 _KEPT.in_memory[self.fit_id] = _KEPT.in_memory.get(self.fit_id, 0) + size
                 return
         if kept and not in_memory and self.disk:  # the memory share filled up during this partition
-            path = _new_file(self.fit_id, key[1])
-            if path:
-                with pa.ipc.new_stream(path, kept[0].schema) as out:
-                    for batch in kept:
-                        out.write_batch(batch)
+            writer = None
+            for batch in kept:
+                writer, path = _written(writer, path, self.fit_id, key[1], batch)
+            if writer:
+                writer.close()
         if path:
             with _KEPT.lock:
                 if self.fit_id not in _KEPT.closed and key not in _KEPT.items and key not in _KEPT.files:
@@ -108,6 +108,28 @@ class CachedReader:
                     _KEPT.on_disk[self.fit_id] = _KEPT.on_disk.get(self.fit_id, 0) + os.path.getsize(path)
                     return
             os.remove(path)  # the fit ended meanwhile, or another read of the partition kept it first
+
+
+def _written(writer, path: str | None, fit_id: str, index: int, batch: pa.RecordBatch) -> tuple:
+    """``batch`` appended to partition ``index``'s file (opened at its first batch): ``(writer, path)``.
+    A disk that fills up (or no file to be had) keeps nothing: the writer becomes False, the file is
+    removed, and a later read of the partition reads the source (a pass, the same rows)."""
+    try:
+        if writer is None:
+            path = _new_file(fit_id, index)
+            writer = pa.ipc.new_stream(path, batch.schema) if path else False
+        if writer:
+            writer.write_batch(batch)
+        return writer, path
+    except OSError:
+        if writer:
+            try:
+                writer.close()
+            except OSError:
+                pass
+        if path and os.path.exists(path):
+            os.remove(path)
+        return False, None
 
 
 def _new_file(fit_id: str, index: int) -> str | None:

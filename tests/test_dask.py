@@ -496,11 +496,16 @@ def test_adaboost_rounds_on_worker_processes(data, adaboost_local, cluster):
         assert not any(source.client.run(worker_memo.held).values())  # the learners' bits released too
 
 
+def _no_room(path, schema):
+    raise OSError(28, "No space left on device", path)
+
+
 def test_adaboost_rounds_read_the_batches_kept_on_disk_or_the_source_again(data, adaboost_local, monkeypatch):
     """The raw batches AdaBoost's first round keeps where it read them (storage/partition_cache.py) go
     to the local disk past their share of the budget, and serve the later rounds from there: two
-    passes, the local trees, no file left.  They are a cache: with them released after the first
-    round, every round reads the source again, and the trees are the same."""
+    passes, the local trees, no file left.  They are a cache: where the disk has no room for a
+    partition, or with them released after the first round, a round reads the source again, and
+    the trees are the same."""
     from rainforest import boosting
 
     room = []
@@ -513,6 +518,27 @@ def test_adaboost_rounds_read_the_batches_kept_on_disk_or_the_source_again(data,
     kept = _adaboost_equals_local(data, DaskSource(data), adaboost_local)
     assert room == [boosting.parse_bytes("1GB") // 4] and len(files) == N_FILES - 1
     assert _held_nowhere() and not any(os.path.exists(f) for f in files)
+
+    # a disk that fills up keeps nothing there: those partitions are read again, the same trees
+    real_written = partition_cache._written
+
+    def full_disk(writer, path, fit_id, index, batch):
+        if index % 2:
+            raise_full = partition_cache.pa.ipc.new_stream
+            monkeypatch.setattr(partition_cache.pa.ipc, "new_stream", _no_room)
+            try:
+                return real_written(writer, path, fit_id, index, batch)
+            finally:
+                monkeypatch.setattr(partition_cache.pa.ipc, "new_stream", raise_full)
+        return real_written(writer, path, fit_id, index, batch)
+
+    monkeypatch.setattr(partition_cache, "_written", full_disk)
+    short = AdaBoostClassifier(estimator=DecisionTreeClassifier(max_depth=3), n_estimators=3).fit(DaskSource(data),
+                                                                                                 target="class")
+    assert short.n_passes_per_round_ == [1, 1, 1]  # three partitions of six found no room: read each round
+    assert [t.to_json() for t in short.estimators_] == [t.to_json() for t in kept.estimators_]
+    assert _held_nowhere() and not any(os.path.exists(f) for f in files)
+    monkeypatch.setattr(partition_cache, "_written", real_written)
 
     alpha = AdaBoostClassifier._alpha
 
