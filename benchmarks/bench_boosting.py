@@ -76,17 +76,18 @@ def _rainforest(args) -> dict:
 
         cluster = LoopbackCluster(n_workers=2, nthreads=1, env={"NUMBA_NUM_THREADS": "1"}, timeout=120)
         cluster.start()
-        with DaskSource(agrawal_dir(args), scheduler=cluster.address) as warm:  # the workers' kernels
-            model().fit(warm, target=LABEL)
-        train = DaskSource(args.train, scheduler=cluster.address)
     try:
+        if cluster is not None:
+            _warm_workers(cluster.address, model)
+            train = DaskSource(args.train, scheduler=cluster.address)
         clf = model()
         t0 = time.perf_counter()
         clf.fit(train, target=LABEL)
         fit = time.perf_counter() - t0
     finally:
-        if cluster is not None:
+        if isinstance(train, DaskSource):
             train.close()
+        if cluster is not None:
             cluster.stop()
     Path(args.model).write_text("\n".join(json.dumps(e.model_dict()) if args.learner == "bayes" else e.to_json()
                                           for e in clf.estimators_))
@@ -94,12 +95,15 @@ def _rainforest(args) -> dict:
             "rounds_done": len(clf.estimators_), "test_accuracy": float(clf.score(args.test, target=LABEL))}
 
 
-def agrawal_dir(args) -> str:
-    """A small Parquet folder of Agrawal rows (a temporary one), to warm a cluster's workers up."""
+def _warm_workers(address: str, model) -> None:
+    """An untimed fit on a small Parquet folder of Agrawal rows (removed after), so the cluster's
+    workers have compiled or loaded their kernels before the timed fit."""
     from rainforest.datasets import write_agrawal_parquet
-    folder = tempfile.mkdtemp(prefix="bench-boost-warm-")
-    write_agrawal_parquet(folder, 20_000, function=7, n_files=2, seed=SEED + 1)
-    return folder
+    from rainforest.storage import DaskSource
+    with tempfile.TemporaryDirectory(prefix="bench-boost-warm-") as folder:
+        write_agrawal_parquet(folder, 20_000, function=7, n_files=2, seed=SEED + 1)
+        with DaskSource(folder, scheduler=address) as warm:
+            model().fit(warm, target=LABEL)
 
 
 def _sklearn(args) -> dict:

@@ -287,6 +287,16 @@ class ValuePass:
                           picked=a.picked + b.picked)
 
 
+def value_pass(make_task, candidates: np.ndarray, dense: np.ndarray, chunk: list, reading: np.ndarray,
+               n_tree_nodes: int) -> ValuePass:
+    """The :class:`ValuePass` reading the rows of the chunk's nodes at ``reading`` (positions in
+    ``chunk``; ``make_task(node_pos)`` gives the level's :class:`rainforest.avc.AvcPass` counting them)
+    for their ``candidates``, counting dense cells in place only where one of them has some."""
+    node_pos = np.full(n_tree_nodes, -1, np.int32)
+    node_pos[np.asarray(chunk)[reading]] = reading
+    return ValuePass(make_task(node_pos), candidates, dense if dense[reading].any() else None)
+
+
 def gather_values(supply, make_task, candidates, dense, chunk: list, idx: np.ndarray, from_memory: bool, level: int,
                   n_tree_nodes: int) -> tuple[ValueCounts, int, int, int]:
     """The value cells of the nodes at ``idx`` (positions in ``chunk``) by one read of their rows
@@ -296,9 +306,7 @@ def gather_values(supply, make_task, candidates, dense, chunk: list, idx: np.nda
     with the reads made (0 when no node has a candidate bin), the passes over the data among them and
     the rows picked (``ValueState.picked``)."""
     reading = idx[candidates[idx].any(axis=1)]
-    node_pos = np.full(n_tree_nodes, -1, np.int32)
-    node_pos[np.asarray(chunk)[reading]] = reading
-    task = ValuePass(make_task(node_pos), candidates, dense if dense[reading].any() else None)
+    task = value_pass(make_task, candidates, dense, chunk, reading, n_tree_nodes)
     state, reads, from_data = task.new_state(), 0, 0
     if len(reading):
         state, from_data = supply.count(task, f"values of {int(candidates[reading].sum())} candidate bin(s)",

@@ -24,7 +24,7 @@ import numpy as np
 
 from rainforest.storage.scratch import scratch_folder
 
-from .exact_gather import ValuePass, ValueState, numbered_from_zero
+from .exact_gather import ValuePass, ValueState, numbered_from_zero, value_pass
 from .gather_kernels import dense_cells
 
 _ARRAYS = ("cell", "slot", "class", "weight")  # a picked row's arrays, as ValuePass._add makes them
@@ -134,9 +134,7 @@ def gather_scattered(supply, make_task, entries: list, shape: tuple, dense: np.n
     for idx, rows in entries:
         union[idx] |= rows
     reading = np.flatnonzero(union.any(axis=1))
-    node_pos = np.full(n_tree_nodes, -1, np.int32)
-    node_pos[np.asarray(chunk)[reading]] = reading
-    task = ValuePass(make_task(node_pos), union, dense if dense[reading].any() else None)
+    task = value_pass(make_task, union, dense, chunk, reading, n_tree_nodes)
     groups = CellGroups(task, entries)
     folder = scratch_folder(parent)
     try:

@@ -176,7 +176,6 @@ class Spill:
         the next read starts where this one's routing ended."""
         self.reads += 1
         for p in sorted(parts):
-            raise_pending()
             if p in self.parts:  # else no growing row reached this partition's nodes
                 yield from self._read_part(p, batch_size, update_nodes)
 
@@ -217,6 +216,7 @@ class Spill:
                         at += m
                     _fill(nodes, block.node)
                     self.bytes_read += block.nbytes - block.S.nbytes + n * stored_row
+                    raise_pending()  # a stop request a finaliser swallowed ends the fit here
                     yield block
                     if routed is not None:
                         routed.write(block.node.data)
