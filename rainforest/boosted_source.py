@@ -76,15 +76,13 @@ class BoostedSource(Source):
             return super().run_pass(task, columns, batch_size, progress)
         self.check_columns(columns)
         weighed = WeighedTask(task, self.weigh, self.added, list(columns))
-        # the pass is this source's (AdaBoost counts rounds on it), not the base's
-        if getattr(task, "store", None) is not None:  # kept rows: a pass only when the base was read
-            before = self.base.n_passes
-            state = self.base.run_pass(weighed, self._read(columns), batch_size, progress)
-            self.n_passes += self.base.n_passes - before
-            self.base.n_passes = before
-            return state
-        self.n_passes += 1
-        return self.base.fold(weighed, self._read(columns), batch_size, progress)
+        # the pass is this source's (AdaBoost counts rounds on it), not the base's; one served from what the
+        # base keeps (a round's encoded rows, or the fit's raw batches on the workers) counts none
+        before = self.base.n_passes
+        state = self.base.run_pass(weighed, self._read(columns), batch_size, progress)
+        self.n_passes += self.base.n_passes - before
+        self.base.n_passes = before
+        return state
 
 
 def _with_columns(batch: pa.RecordBatch, extra: dict, added: dict, columns) -> pa.RecordBatch:

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from rainforest.storage import worker_memo
+from rainforest.storage.row_copy import CopiedSource, copy_pays
 from rainforest.storage.worker_memo import remembered
 
 from .base import Classifier
@@ -44,6 +45,7 @@ from .model_file import (BOOSTING_BASES, BOOSTING_FORMAT, BOOSTING_VERSION, CLAS
 from .constraints import ADABOOST_PARAMS
 from .model_check import check_document
 from .schema import Label, numeric_values
+from .signals import termination_as_interrupt
 from .tree import Tree, plain_value
 from .tree_setup import batch_size_for, grow_params, profile_pass
 
@@ -53,6 +55,10 @@ BOOST_WEIGHT = "__boost_weight__"
 # memory budget, the boosting store's share of a tree's
 BITS_ROOM = 128 << 20
 PREVIOUS_WRONG = "__previous_wrong__"
+# Bytes of raw batches each Dask worker may keep in memory for naive Bayes rounds (the rest go to its local
+# disk, storage.partition_cache): a quarter of the default 1 GB budget, the share a tree's rounds give them
+# (NaiveBayesClassifier takes no memory_budget)
+BAYES_BATCHES_BYTES = parse_bytes("1GB") // 4
 
 #: the boosting part of a model file
 #: the weak learners a model file may name, by class name: model_file.BOOSTING_BASES (the names the
@@ -300,13 +306,30 @@ class AdaBoostClassifier(Classifier):
 
     # -- naive Bayes ---------------------------------------------------------------------------
     def _fit_bayes(self, base: NaiveBayesClassifier, data, kinds, memo: str | None):
+        """The rounds of naive Bayes learners: each pass weighs every row from its raw values (the
+        learners so far score it), so after the first pass the rounds read the rows that pass kept:
+        a local copy of a local source's (storage.row_copy), or a cluster's partitions' batches kept
+        where they were read (storage.partition_cache); the source is read once, as by one tree."""
+        self._closing_passes = self._store_passes = 0
+        if copy_pays(data.source):  # removed when the fit ends, fails or is interrupted (SIGTERM too)
+            with termination_as_interrupt(only_default=True):
+                rows = CopiedSource(base=data.source)
+                try:
+                    self._bayes_rounds(base, data, kinds, memo, rows)
+                finally:
+                    rows.remove()
+            return
+        if hasattr(data.source, "keep_batches"):
+            data.source.keep_batches(memo, BAYES_BATCHES_BYTES)  # released with the memo, when the fit ends
+        self._bayes_rounds(base, data, kinds, memo, data.source)
+
+    def _bayes_rounds(self, base: NaiveBayesClassifier, data, kinds, memo: str | None, rows) -> None:
         columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
         label_values = None
         log_norm = 0.0
-        self._closing_passes = self._store_passes = 0
         for m in range(self.n_estimators + 1):
             label = Label(data.target, label_values or [])
-            source = BoostedSource(base=data.source, needed=columns,
+            source = BoostedSource(base=rows, needed=columns,
                                    weigh=self._weigher(label, data.weight, log_norm, True, memo),
                                    added={BOOST_WEIGHT: pa.float64(), PREVIOUS_WRONG: pa.bool_()})
             if label_values is None:  # the first pass learns the classes itself: no learner to score yet
@@ -325,16 +348,16 @@ class AdaBoostClassifier(Classifier):
                     self.estimators_.pop()  # the last learner is no better than chance
                     if not self.estimators_:
                         raise DataError(f"the first learner is no better than chance (error {err:.3f})")
-                    self._closing_passes = 1
+                    self._closing_passes = source.n_passes
                     break
                 self._alphas.append(alpha)
                 self.estimator_errors_.append(err)
                 if err <= 0 or m == self.n_estimators:
-                    self._closing_passes = 1
+                    self._closing_passes = source.n_passes
                     break
                 counts = right.merge(_scaled(wrong, math.exp(alpha)))
                 log_norm += math.log(w_right + w_wrong * math.exp(alpha)) - math.log(w_right + w_wrong)
-            self.n_passes_per_round_.append(1)
+            self.n_passes_per_round_.append(source.n_passes)
             learner = NaiveBayesClassifier.from_counts(counts, kinds, data.target, **base.get_params(deep=False))
             if label_values is None:
                 label_values = list(learner.classes_)

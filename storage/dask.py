@@ -163,9 +163,10 @@ class DaskSource(Source):
 
     def run_pass(self, task: PassTask, columns: Sequence[str], batch_size: int = 65536,
                  progress: Callable[[int], None] | None = None) -> Any:
-        """As :meth:`Source.run_pass`; a task with a ``store`` counts a pass only when some partition
-        was read from the source (the first pass, or one whose worker was lost)."""
-        if getattr(task, "store", None) is None:
+        """As :meth:`Source.run_pass`; a task with a ``store``, or any task while the fit keeps its raw
+        batches (:meth:`keep_batches`), counts a pass only when some partition was read from the
+        source (the first pass, or one whose worker was lost)."""
+        if getattr(task, "store", None) is None and self._kept_batches is None:
             return super().run_pass(task, columns, batch_size, progress)
         self.check_columns(columns)
         folded = self._fold_stored(task, list(columns), batch_size, progress)
@@ -180,7 +181,8 @@ class DaskSource(Source):
         local = _locked(progress) if progress is not None and client is None and _in_process() else None
         task_node = _delayed(task, name=f"rainforest-task-{uid}", traverse=False)
         kept = self._kept_batches  # the fit's raw batches, where its earlier passes read them
-        homes = self._homes.get(task.store.id) or (kept and self._homes.get(kept[0])) or [None] * len(lengths)
+        store_id = task.store.id if getattr(task, "store", None) is not None else None  # none: raw batches only
+        homes = self._homes.get(store_id) or (kept and self._homes.get(kept[0])) or [None] * len(lengths)
         held = []  # a client's futures, all held to the end: one released early could be forgotten by the
         # scheduler before the merge that needs it arrives
 
@@ -230,9 +232,11 @@ class DaskSource(Source):
         else:
             last = merged_pairwise(states, merge, uid)
             folded = self._compute([last])[0] if client is None else self._gather(client, held, [last])[0]
-        self._homes[task.store.id] = [folded.homes.get(i) for i in range(len(lengths))]
+        homes = [folded.homes.get(i) for i in range(len(lengths))]
+        if store_id is not None:
+            self._homes[store_id] = homes
         if kept is not None:
-            self._homes[kept[0]] = self._homes[task.store.id]
+            self._homes[kept[0]] = homes
         if progress is not None and local is None:
             progress(firsts[-1])
         return folded

@@ -34,7 +34,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 
-from .base import check_partition_rows
+from .base import check_partition_rows, fold_batches
 from .holdings import Holdings
 from .scratch import swap_in
 
@@ -87,7 +87,9 @@ def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, i
     """Fold partition ``index``: from the pieces this process keeps of it, else from the source
     (encoding each batch once, keeping the pieces while the budget allows), into ``state`` (None: a
     new one)."""
-    store = task.store
+    store = getattr(task, "store", None)
+    if store is None:
+        return _fold_raw(task, reader, part, columns, batch_size, first_row, n_rows, index, progress, state)
     key = (store.id, index)
     with _LOCK:
         pieces = _PIECES.get(key)
@@ -160,6 +162,18 @@ def fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, i
         if not on_disk:  # the fit ended meanwhile
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)
     kept_here = in_memory or on_disk or (holds is not None and holds(part, columns, batch_size))
+    return StoredFold(state, {index: _here() if kept_here else None}, int(from_source))
+
+
+def _fold_raw(task, reader, part, columns, batch_size, first_row, n_rows, index, progress, state) -> StoredFold:
+    """Fold partition ``index`` for a task that keeps no rows of its own (a naive Bayes round's) from the
+    raw batches ``reader`` keeps here (:class:`rainforest.storage.partition_cache.CachedReader`), else
+    from the source, keeping them where it can."""
+    holds = getattr(reader, "holds", None)
+    from_source = holds is None or not holds(part, columns, batch_size)
+    state, rows = fold_batches(task, reader(part, columns, batch_size), first_row, progress, state)
+    check_partition_rows(first_row, rows, n_rows)
+    kept_here = holds is not None and holds(part, columns, batch_size)
     return StoredFold(state, {index: _here() if kept_here else None}, int(from_source))
 
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 import os
 import shutil
 import warnings
+from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import pyarrow as pa
 
+from .base import Source
 from .scratch import scratch_folder
 
 
@@ -110,3 +112,58 @@ class RowCopy:
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
         self.root, self.columns = None, None
+
+
+def copy_pays(source: Source) -> bool:
+    """Whether a fit that reads the same rows many times should keep a :class:`CopiedSource` of
+    ``source``: one read in this process whose reading costs (files, a database's stream; not
+    rows in memory, nor a cluster's partitions or a pushed-down database, which keep their own)
+    and that keeps no copy of its own (a PostgreSQL source's, made during every fit)."""
+    return (source.reads_ahead and not source.folds_elsewhere and not getattr(source, "distributed", False)
+            and not getattr(source, "copies_rows", False))
+
+
+@dataclass
+class CopiedSource(Source):
+    """``base`` read once: its first pass's batches go, as they stream by, to a local copy
+    (:class:`RowCopy`: uncompressed Arrow IPC in a scratch folder under ``parent``), and every later
+    pass over columns the copy holds reads it, memory-mapped, counting no pass over ``base``.
+
+    For a fit whose passes need the raw rows again and again (AdaBoost's naive Bayes rounds weigh
+    every row from its raw values); the batches come back as the first pass read them, so every
+    pass sees the same rows in the same order.  Call :meth:`remove` when the fit ends (also after an
+    error or an interrupt); a disk that fills up drops the copy with a warning, and later passes
+    read ``base`` again (counted).
+    """
+
+    base: Source = None
+    parent: str | None = None
+    copy: RowCopy = field(default=None, init=False, repr=False)
+
+    def __post_init__(self):
+        self.copy = RowCopy(self.parent)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.base.schema
+
+    @property
+    def description(self) -> str:
+        return self.base.description
+
+    @property
+    def reads_ahead(self) -> bool:  # the first pass reads the base ahead; the copy is mapped
+        return self.base.reads_ahead
+
+    def copied(self, columns: Sequence[str]) -> bool:
+        return self.copy.covers(columns) or self.base.copied(columns)
+
+    def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        if self.copy.covers(columns):
+            yield from self.copy.read(columns)
+            return
+        yield from self.copy.tee(list(columns), self.base._batches(list(columns), batch_size))
+
+    def remove(self) -> None:
+        """Remove the copy and its folder."""
+        self.copy.remove()

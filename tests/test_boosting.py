@@ -83,6 +83,92 @@ def test_boosted_naive_bayes_one_pass_per_round():
     assert boosted.estimator_errors_[0] == pytest.approx(np.mean(nb.predict(table.drop_columns(["class"])) != y))
 
 
+def _scratch_left(folder) -> list:
+    return sorted(str(p) for p in folder.rglob("*"))
+
+
+def test_boosted_naive_bayes_reads_files_once(tmp_path, monkeypatch):
+    """Naive Bayes rounds weigh every row from its raw values, so over files the first pass keeps a local
+    copy of the rows (storage.row_copy.CopiedSource) and the later rounds, and the closing pass, read it:
+    the source is read once, the model is the one every round reading the source gives (rows in
+    memory are not copied: a pass a round), and no copy is left after the fit or after an error."""
+    import tempfile
+
+    from rainforest import boosting
+    from rainforest.storage import row_copy
+
+    table = pq.read_table(dataset_path("adult_train"))
+    files = tmp_path / "adult"
+    files.mkdir()
+    half = table.num_rows // 2
+    pq.write_table(table.slice(0, half), files / "part-0.parquet")
+    pq.write_table(table.slice(half), files / "part-1.parquet")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+
+    def fit(data):
+        return AdaBoostClassifier(NaiveBayesClassifier(), n_estimators=4).fit(data, target="class")
+
+    in_memory = fit(table)  # rows in memory are not copied: a pass a round, and a closing one
+    rounds = len(in_memory.estimators_)
+    assert rounds >= 2 and in_memory.n_passes_per_round_ == [1] * rounds and in_memory.n_passes_ == rounds + 1
+    with monkeypatch.context() as m:  # the rounds reading the files themselves
+        m.setattr(boosting, "copy_pays", lambda source: False)
+        reference = fit(str(files))
+    assert reference.n_passes_per_round_ == [1] * rounds and reference.n_passes_ == rounds + 1
+    once = fit(ParquetSource(str(files)))
+    assert once.n_passes_per_round_ == [1] + [0] * (rounds - 1) and once.n_passes_ == 1
+    assert once.estimator_weights_.tolist() == reference.estimator_weights_.tolist()
+    assert [e.model_dict() for e in once.estimators_] == [e.model_dict() for e in reference.estimators_]
+    assert _scratch_left(scratch) == []
+
+    # a disk that fills up drops the copy with a warning: every pass reads the files, the same model
+    def no_room(path, schema):
+        raise OSError(28, "No space left on device", path)
+
+    with monkeypatch.context() as m:
+        m.setattr(row_copy.pa.ipc, "new_file", no_room)
+        with pytest.warns(RuntimeWarning, match="local copy of the rows .* failed"):
+            full = fit(str(files))
+    assert full.n_passes_per_round_ == [1] * rounds and full.n_passes_ == rounds + 1
+    assert [e.model_dict() for e in full.estimators_] == [e.model_dict() for e in reference.estimators_]
+    assert _scratch_left(scratch) == []
+
+    # an error in a later round (here an interrupt) leaves no copy behind
+    alpha = AdaBoostClassifier._alpha
+    calls = []
+
+    def interrupted(self, err, k):
+        calls.append(err)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return alpha(self, err, k)
+
+    monkeypatch.setattr(AdaBoostClassifier, "_alpha", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fit(str(files))
+    assert len(calls) == 2 and _scratch_left(scratch) == []
+
+
+def test_boosted_naive_bayes_queries_duckdb_once(tmp_path):
+    """Over a DuckDB table (rows streamed out), the rounds read the local copy of the first query's rows."""
+    duckdb = pytest.importorskip("duckdb")
+    from rainforest.storage import DuckDBSource
+
+    table = pq.read_table(dataset_path("adult_train"))
+    con = duckdb.connect(str(tmp_path / "adult.duckdb"))
+    con.register("t", table)
+    con.execute("CREATE TABLE adult AS SELECT * FROM t")
+    con.unregister("t")
+    reference = AdaBoostClassifier(NaiveBayesClassifier(), n_estimators=3).fit(table, target="class")
+    source = DuckDBSource(table="adult", connection=con)
+    boosted = AdaBoostClassifier(NaiveBayesClassifier(), n_estimators=3).fit(source, target="class")
+    assert boosted.n_passes_ == 1
+    assert [e.model_dict() for e in boosted.estimators_] == [e.model_dict() for e in reference.estimators_]
+    con.close()
+
+
 def test_boosted_naive_bayes_scores_each_learner_once_and_boosts_the_same_model(monkeypatch):
     """Each round scores only its newest learner (its wrong-bits kept, a bit a row): every learner
     predicts every row once, where scoring all learners so far each round costs rounds squared.

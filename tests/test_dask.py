@@ -496,6 +496,38 @@ def test_adaboost_rounds_on_worker_processes(data, adaboost_local, cluster):
         assert not any(source.client.run(worker_memo.held).values())  # the learners' bits released too
 
 
+def _bayes_rounds_read_once(data, source, moved_tasks=False):
+    """Naive Bayes rounds on Dask: the first pass keeps each partition's raw batches where it read them
+    (storage.partition_cache), every later round and the closing pass weigh and count those: the
+    source is read once, as by one process over the files (its local copy), and the model is that one."""
+    local = AdaBoostClassifier(NaiveBayesClassifier(), n_estimators=4).fit(data, target="class")
+    ab = AdaBoostClassifier(NaiveBayesClassifier(), n_estimators=4).fit(source, target="class")
+    rounds = len(local.estimators_)
+    assert rounds == 4 and local.n_passes_per_round_ == [1, 0, 0, 0] and local.n_passes_ == 1
+    if moved_tasks:  # a task moved off its partition's worker reads the source again (see _adaboost_equals_local)
+        assert ab.n_passes_per_round_[0] == 1 and all(p <= 1 for p in ab.n_passes_per_round_ + [ab.n_passes_])
+    else:
+        assert ab.n_passes_per_round_ == [1, 0, 0, 0] and ab.n_passes_ == 1
+    # the moments are merged per partition on Dask (the parallel formula): equal to rounding
+    np.testing.assert_allclose(ab.estimator_weights_, local.estimator_weights_, rtol=1e-9)
+    for a, b in zip(local.estimators_, ab.estimators_, strict=True):
+        np.testing.assert_allclose(b.theta_, a.theta_, rtol=1e-9)
+    assert np.array_equal(ab.predict(data), local.predict(data))
+
+
+def test_naive_bayes_rounds_read_the_batches_kept_on_the_workers(data):
+    for source in (DaskSource(data), dd.read_parquet(data)):
+        _bayes_rounds_read_once(data, source)
+    assert _held_nowhere()
+
+
+@pytest.mark.cluster
+def test_naive_bayes_rounds_on_worker_processes(data, cluster):
+    with DaskSource(data, scheduler=cluster.address) as source:
+        _bayes_rounds_read_once(data, source, moved_tasks=True)
+        assert _held_nowhere(source.client)
+
+
 def _no_room(path, schema):
     raise OSError(28, "No space left on device", path)
 

@@ -29,6 +29,9 @@ FEWER_PASSES = {
     # one pass each: 7 and 5 passes); (n_passes, n_passes_per_round)
     "adaboost_adult_stumps": (2, [1, 0, 0, 0, 0, 0]),
     "adaboost_magic_trees": (2, [1, 0, 0, 0]),
+    # issue 24: naive Bayes rounds read a local copy of the rows the first pass read from the files
+    # (rainforest.storage.row_copy.CopiedSource); every round, and the closing pass, took one pass: 4
+    "adaboost_mushroom_bayes": (1, [1, 0, 0]),
 }
 
 
