@@ -1,4 +1,4 @@
-"""A local copy of the rows a SQL source streamed during one fit, so the fit scans the server once.
+"""A local copy of the rows a fit streamed once, so the fit reads its source once.
 
 Extracting from PostgreSQL is bound by the server's side of ``COPY`` (about 0.4 s per million
 Agrawal rows to ``/dev/null``, 0.7 s to a client here, with or without parallel connections),
@@ -6,14 +6,17 @@ so every pass after the first would cost that again: the profile, the extract, a
 out-of-bag pass, each boosting round.  Instead the first streamed pass writes its Arrow batches,
 as they stream by, to an uncompressed Arrow IPC file in a scratch folder
 (:func:`rainforest.storage.scratch.scratch_folder`), and every later pass of the same fit whose
-columns it holds reads the file, memory-mapped.  The copy lives for one fit
-(:meth:`rainforest.storage.Source.during_fit`): it is removed when the fit ends, fails or is
-interrupted, so a later fit sees the table as it is then; one left by a process killed outright
-is removed by the next scratch folder made beside it.
+columns it holds reads the file (plain reads into fresh batches: pages mapped instead would count
+in the process's resident set, about the copy's size, though the kernel may reclaim them).  A
+PostgreSQL source keeps one during every fit (:meth:`rainforest.storage.Source.during_fit`);
+:class:`CopiedSource` gives any local source one, for a fit that needs the raw rows again and
+again (AdaBoost's naive Bayes rounds).  The copy lives for one fit: it is removed when the fit
+ends, fails or is interrupted, so a later fit sees the data as they are then; one left by a
+process killed outright is removed by the next scratch folder made beside it.
 
 A copy left unfinished (an error or an interrupt midway through its pass) is deleted and never
 read.  A disk that fills while writing drops the copy with a warning; the fit goes on, and
-later passes query the server again.
+later passes read the source again.
 """
 from __future__ import annotations
 
@@ -57,7 +60,7 @@ class RowCopy:
     def read(self, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
         """The copied rows' ``columns``, batch by batch, in the order they streamed."""
         self.reads += 1
-        with pa.memory_map(self.path) as source:
+        with pa.OSFile(self.path) as source:
             reader = pa.ipc.open_file(source)
             for i in range(reader.num_record_batches):
                 yield reader.get_batch(i).select(list(columns))
@@ -127,7 +130,7 @@ def copy_pays(source: Source) -> bool:
 class CopiedSource(Source):
     """``base`` read once: its first pass's batches go, as they stream by, to a local copy
     (:class:`RowCopy`: uncompressed Arrow IPC in a scratch folder under ``parent``), and every later
-    pass over columns the copy holds reads it, memory-mapped, counting no pass over ``base``.
+    pass over columns the copy holds reads it, counting no pass over ``base``.
 
     For a fit whose passes need the raw rows again and again (AdaBoost's naive Bayes rounds weigh
     every row from its raw values); the batches come back as the first pass read them, so every
@@ -152,7 +155,7 @@ class CopiedSource(Source):
         return self.base.description
 
     @property
-    def reads_ahead(self) -> bool:  # the first pass reads the base ahead; the copy is mapped
+    def reads_ahead(self) -> bool:  # the first pass reads the base ahead, a later one the copy
         return self.base.reads_ahead
 
     def copied(self, columns: Sequence[str]) -> bool:
