@@ -7,9 +7,9 @@ KeyboardInterrupt, in the main thread instead.
 
 A signal that lands while a finaliser (``__del__``, a weakref callback) runs has its exception
 printed and dropped by Python ("Exception ignored in ..."), so the run would go on and end as if
-never asked to stop. While the handlers are set, ``sys.unraisablehook`` notes such a dropped
-:class:`Terminated`, and :func:`raise_pending` raises it again at the next checkpoint: before a
-file is renamed into place, per spilled block, and when the block of
+never asked to stop. While the handlers are set, ``sys.unraisablehook`` takes such a dropped
+:class:`Terminated` (unprinted), and :func:`raise_pending` raises it again at the next checkpoint:
+before a file is renamed into place, per spilled block, and when the block of
 :func:`termination_as_interrupt` ends.
 """
 from __future__ import annotations
@@ -38,10 +38,13 @@ def _raise(signum, frame):
 
 
 def _noting_swallowed(previous):
-    """An ``unraisablehook`` (where Python hands the exceptions it drops) noting a Terminated."""
+    """An ``unraisablehook`` (where Python hands the exceptions it drops) noting a Terminated, which is
+    raised again, so not printed as ignored (the run ends saying only which signal ended it); anything
+    else goes on to ``previous``."""
     def hook(unraisable):
         if isinstance(unraisable.exc_value, Terminated):
             _swallowed.append(unraisable.exc_value.signum)
+            return
         previous(unraisable)
     return hook
 

@@ -309,6 +309,28 @@ def test_a_signal_a_finaliser_swallows_still_ends_the_block():
     assert went_on
 
 
+class _FailsInAFinaliser:
+    def __del__(self):
+        raise ValueError("not a signal")
+
+
+def test_a_swallowed_signal_is_not_printed_as_ignored(monkeypatch):
+    """The dropped Terminated is raised again, so it is not also printed ("Exception ignored in ..."
+    before "rainforest: ended by signal SIGTERM": a run's last words are the signal alone); any
+    other exception a finaliser drops still reaches the hook there was."""
+    from rainforest.signals import Terminated, termination_as_interrupt
+
+    reached = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: reached.append(type(unraisable.exc_value)))
+    with pytest.raises(Terminated):
+        with termination_as_interrupt():
+            f = _StopsInAFinaliser()
+            del f
+            g = _FailsInAFinaliser()
+            del g
+    assert reached == [ValueError]
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_swallowed_signal_keeps_a_model_file_from_taking_its_name(tmp_path):
     from rainforest.atomic import write_atomic
