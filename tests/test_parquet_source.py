@@ -77,15 +77,17 @@ def _file_with_row_groups(path, n=3500, group_rows=1000):
 @pytest.mark.parametrize("columns", [["x", "i"], ["i", "x", "s"]])
 @pytest.mark.parametrize("batch_size", [64, 300, 1000, 5000])
 def test_row_groups_read_whole_give_the_rows_of_a_page_wise_read(tmp_path, columns, batch_size):
-    """Where every row group fits a batch's room, each is decoded whole and sliced (no batch crosses
-    a row group); else the batches are those of ParquetFile.iter_batches. The rows are the same."""
+    """Where every row group fits a batch's room, runs of them up to a batch's rows are decoded whole
+    and sliced (row groups smaller than a batch read together, so a batch crosses them; a larger one
+    alone); else the batches are those of ParquetFile.iter_batches. The rows are the same."""
     table = _file_with_row_groups(tmp_path / "a.parquet")
     source = ParquetSource(tmp_path / "a.parquet")
     ours = [b for _, b in source.scan(columns, batch_size=batch_size)]
     assert pa.Table.from_batches(ours).equals(table.select(columns))
     whole = "s" not in columns and batch_size >= 300
-    if whole:
-        want = [n for g in (1000, 1000, 1000, 500) for n in [batch_size] * (g // batch_size) + [g % batch_size] if n]
+    if whole:  # runs of row groups of 1,000, 1,000, 1,000 and 500 rows
+        runs = [3500] if batch_size == 5000 else [1000, 1000, 1000, 500]
+        want = [n for g in runs for n in [batch_size] * (g // batch_size) + [g % batch_size] if n]
     else:
         want = [b.num_rows for b in pq.ParquetFile(tmp_path / "a.parquet").iter_batches(batch_size=batch_size)]
     assert [b.num_rows for b in ours] == want
@@ -104,6 +106,9 @@ def test_a_row_group_is_the_read_unit_where_it_fits_a_batch_room(tmp_path):
     assert all(len(g) == 1 for g in paged) and sum(g[0].num_rows for g in paged) == 3500
     # a string column's decoded size is not in the footer: read page-wise whatever the batch
     assert all(len(g) == 1 for g in source._batch_groups(["x", "s"], 5000))
+    # row groups smaller than a batch are read together: 1,000 + 1,000 rows, then 1,000 + 500
+    together = list(source._batch_groups(["x", "i"], 2000))
+    assert [[b.num_rows for b in g] for g in together] == [[2000], [1500]]
 
 
 def test_decoded_size_of_dictionary_columns(tmp_path):
