@@ -189,6 +189,23 @@ class ValuePass:
         np.cumsum(np.bincount(pair, minlength=n_pairs), out=start[1:])
         return start, np.argsort(pair, kind="stable").astype(np.int64)
 
+    @functools.cached_property
+    def candidate_attributes(self) -> frozenset:
+        """The attributes of the pairs with candidate cells: the only slot columns :meth:`count` reads."""
+        pair_start, _ = self.pairs
+        n_nodes = self.candidates.shape[0]
+        with_cells = np.flatnonzero(np.diff(pair_start) > 0) // max(n_nodes, 1)
+        return frozenset(int(a) for a in np.asarray(self.level.attrs)[np.unique(with_cells)])
+
+    def columns_for(self, node: np.ndarray):
+        """The slot columns a spilled block of rows at ``node`` needs: the candidate attributes' where
+        every row stands at a node the level's count routed it to (the spill's node files, written back
+        by that count), else all (a row at a split node is routed by :meth:`count` first)."""
+        first_child = self.level.routing[1]
+        if len(node) and (first_child[node] >= 0).any():
+            return None
+        return self.candidate_attributes
+
     def new_state(self) -> ValueState:
         state = ValueState.empty(self.level.n_channels, self.level.weighted, self.cells)
         if self.sinks is not None:

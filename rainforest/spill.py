@@ -167,19 +167,22 @@ class Spill:
         if os.path.isdir(old):
             shutil.rmtree(old)
 
-    def read(self, parts, batch_size: int, update_nodes: bool = True) -> Iterator[RowBlock]:
+    def read(self, parts, batch_size: int, update_nodes: bool = True, columns_for=None) -> Iterator[RowBlock]:
         """The rows of the given partitions of the current generation, in row order per partition,
         in blocks of whole records (about ``batch_size`` rows, or one larger record).
 
         With ``update_nodes``, each block's ``node`` as the reader left it (routed, in place) is
         written back when the next block is asked for, and a partition read to its end keeps them:
-        the next read starts where this one's routing ended."""
+        the next read starts where this one's routing ended.  ``columns_for(node)``, given a block's
+        nodes (read first), names the slot columns the reader needs of it (None: all); the others are
+        skipped on disk and hold no rows' values in the block (a gathering read needs only its
+        candidate attributes' columns)."""
         self.reads += 1
         for p in sorted(parts):
             if p in self.parts:  # else no growing row reached this partition's nodes
-                yield from self._read_part(p, batch_size, update_nodes)
+                yield from self._read_part(p, batch_size, update_nodes, columns_for)
 
-    def _read_part(self, p: int, batch_size: int, update_nodes: bool) -> Iterator[RowBlock]:
+    def _read_part(self, p: int, batch_size: int, update_nodes: bool, columns_for=None) -> Iterator[RowBlock]:
         slot_type, class_type, weighted = self._layout
         types = self._column_types()
         stored_row = sum(t.itemsize for t in types)  # a row's slots as the files hold them
@@ -198,11 +201,16 @@ class Spill:
                         k += 1
                     block = RowBlock(np.empty((n, self.n_attributes), slot_type, order="F"), np.empty(n, class_type),
                                      np.empty(n if weighted else 0, "<f8"), np.empty(n, "<i4"))
-                    at = 0
+                    _fill(nodes, block.node)
+                    wanted = None if columns_for is None else columns_for(block.node)
+                    at, skipped = 0, 0
                     narrow = {}  # a column stored narrower than the rows hold it: read, then widened
                     for m in sizes[r:k]:
                         for j, t in enumerate(types):
-                            if t == slot_type:
+                            if wanted is not None and j not in wanted:
+                                data.seek(m * t.itemsize, os.SEEK_CUR)
+                                skipped += m * t.itemsize
+                            elif t == slot_type:
                                 _fill(data, block.S[at:at + m, j])
                             else:
                                 buf = narrow.get(t)
@@ -214,8 +222,7 @@ class Spill:
                         if weighted:
                             _fill(data, block.w[at:at + m])
                         at += m
-                    _fill(nodes, block.node)
-                    self.bytes_read += block.nbytes - block.S.nbytes + n * stored_row
+                    self.bytes_read += block.nbytes - block.S.nbytes + n * stored_row - skipped
                     raise_pending()  # a stop request a finaliser swallowed ends the fit here
                     yield block
                     if routed is not None:

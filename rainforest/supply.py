@@ -42,7 +42,8 @@ class RowSupply:
             # a read that writes a new generation leaves the current one's nodes as they were; one that
             # routes no row further than the level's count did (a gathering) has nothing to write back
             update = task.spill is None and getattr(task, "routes_rows", True)
-            for rows in self.spill.read(parts, self.batch_size, update_nodes=update):
+            for rows in self.spill.read(parts, self.batch_size, update_nodes=update,
+                                        columns_for=getattr(task, "columns_for", None)):
                 state = task.count(state, rows)
                 meter(len(rows))
             meter.done()

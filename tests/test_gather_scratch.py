@@ -112,3 +112,88 @@ def test_picking_from_the_first_scans_notes_gives_the_rows_of_a_second_scan(monk
     assert noted.tree_.to_json() == scanned.tree_.to_json()
     assert noted.grow_stats_.candidate_rows == scanned.grow_stats_.candidate_rows > 0
     assert noted.grow_stats_.candidate_values == scanned.grow_stats_.candidate_values
+
+
+def test_a_spill_read_skips_the_columns_a_block_does_not_need(tmp_path):
+    """Spill.read's ``columns_for`` (asked per block, with the block's nodes read first): the columns
+    named are the ones written, in records of several sizes and column types, and the next record
+    and the next block start where they should; the bytes skipped are not counted as read."""
+    from rainforest.rows import RowBlock
+    from rainforest.spill import Spill
+
+    rng = np.random.default_rng(3)
+    types = [np.dtype(np.int64), np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.int64)]
+    spill = Spill(str(tmp_path), 4, types)
+    try:
+        write = spill.writer(np.zeros(4, np.int64))  # every node to partition 0
+        blocks = []
+        for n in (5, 300, 17, 1000):
+            S = np.asfortranarray(np.column_stack([rng.integers(-2**40, 2**40, n), rng.integers(0, 200, n),
+                                                   rng.integers(0, 60000, n), rng.integers(-9, 9, n)]))
+            rows = RowBlock(S, rng.integers(0, 3, n).astype(np.uint8), rng.random(n), rng.integers(0, 4, n).astype(np.int32))
+            write(rows)
+            blocks.append(rows)
+        spill.commit()
+        whole = RowBlock(np.vstack([b.S for b in blocks]), np.concatenate([b.y for b in blocks]),
+                         np.concatenate([b.w for b in blocks]), np.concatenate([b.node for b in blocks]))
+        asked = []
+
+        def wanted(node):
+            asked.append(len(node))
+            return None if (node == 3).all() else {0, 2}
+
+        got = list(spill.read([0], 400, update_nodes=False, columns_for=wanted))
+        before = spill.bytes_read
+        at = 0
+        for b in got:
+            part = slice(at, at + len(b))
+            assert np.array_equal(b.S[:, [0, 2]], whole.S[part][:, [0, 2]])
+            assert np.array_equal(b.y, whole.y[part]) and np.array_equal(b.w, whole.w[part])
+            assert np.array_equal(b.node, whole.node[part])
+            at += len(b)
+        assert at == len(whole.y) and asked == [len(b) for b in got] and len(got) > 1
+        all_columns = list(spill.read([0], 400, update_nodes=False))
+        assert spill.bytes_read - before > before  # the columns skipped were not read
+        assert all(np.array_equal(a.S, whole.S[i:i + len(a)]) for a, i in
+                   zip(all_columns, np.cumsum([0] + [len(a) for a in all_columns])))
+    finally:
+        spill.remove()
+
+
+def test_gathering_reads_of_spilled_rows_read_only_the_candidate_columns(monkeypatch):
+    """A gathering read takes from the spill only its candidate attributes' columns (the rows stand at
+    the nodes the level's count routed them to): fewer bytes read, the tree, values and rows of a
+    read of every column."""
+    from rainforest import exact_gather
+
+    rng = np.random.default_rng(1)
+    table = _table().append_column("x3", pa.array(rng.normal(size=60_000))).append_column(
+        "x4", pa.array(rng.integers(0, 5, 60_000)))
+    params = dict(max_bins=None, max_depth=6, algorithm="write", memory_budget="2MB")
+    asked = []
+    columns_for = exact_gather.ValuePass.columns_for
+    monkeypatch.setattr(exact_gather.ValuePass, "columns_for",
+                        lambda self, node: asked.append(columns_for(self, node)) or asked[-1])
+    some = DecisionTreeClassifier(**params).fit(table, target="y")
+    assert asked and all(a is not None and len(a) < 5 for a in asked)
+    monkeypatch.setattr(exact_gather.ValuePass, "columns_for", lambda self, node: None)
+    every = DecisionTreeClassifier(**params).fit(table, target="y")
+    assert some.tree_.to_json() == every.tree_.to_json()
+    assert some.grow_stats_.candidate_rows == every.grow_stats_.candidate_rows > 0
+    assert some.grow_stats_.candidate_values == every.grow_stats_.candidate_values
+    assert some.grow_stats_.spill_reads == every.grow_stats_.spill_reads
+    assert some.grow_stats_.spill_bytes_read < every.grow_stats_.spill_bytes_read
+
+
+def test_a_block_with_a_row_at_a_split_node_is_read_whole():
+    """A row standing at a node that split (its partition not routed by the level's count) is routed by
+    the gathering read first, which needs the split attributes' columns: such a block reads them all."""
+    from types import SimpleNamespace
+
+    from rainforest import exact_gather
+
+    first_child = np.array([1, -1, -1])  # node 0 split into 1 and 2
+    task = exact_gather.ValuePass(SimpleNamespace(routing=(np.zeros(3), first_child)), np.zeros((2, 4), np.bool_))
+    task.__dict__["candidate_attributes"] = frozenset({1})  # as the candidates' pairs would give
+    assert task.columns_for(np.array([1, 2, 2], np.int32)) == {1}
+    assert task.columns_for(np.array([1, 0, 2], np.int32)) is None
