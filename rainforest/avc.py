@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from .count_bins import CountedSlots, counted_slot, counted_slots
 from .counting import add_row
-from .rows import KeptRows, RowBlock, advance_kept, descend, encode_rows
+from .rows import KeptRows, RowBlock, advance_kept, descend, encode_rows, slots_of
 from .schema import CATEGORICAL, Schema
 from .target_parts import NO_GRID, accumulate_parts
 
@@ -209,9 +209,15 @@ class AvcPass:
         and a regressor's exact parts add exactly."""
         return not self.weighted or len(self.grid) > 0
 
-    def encode(self, batch: pa.RecordBatch, first_row: int) -> RowBlock:
-        """A batch's rows that count, encoded at the root: what a partition store keeps."""
-        return encode_rows(self.schema, batch, self.class_weight).present()
+    def encode(self, batch: pa.RecordBatch, first_row: int, slots: np.ndarray | None = None) -> RowBlock:
+        """A batch's rows that count, encoded at the root: what a partition store keeps (``slots``: the
+        batch's :meth:`slots`, where the caller kept them from an earlier pass)."""
+        return encode_rows(self.schema, batch, self.class_weight, slots).present()
+
+    def slots(self, batch: pa.RecordBatch) -> np.ndarray:
+        """The batch's slots alone (:func:`rainforest.rows.slots_of`): the same at every pass of a fit, so
+        a caller weighing the rows anew at each (AdaBoost's rounds on a cluster) may keep them."""
+        return slots_of(self.schema, batch)
 
     def count_piece(self, state: AvcState, rows: RowBlock) -> AvcState:
         """Count kept rows (routed in place: the store keeps them where this pass left them, less the

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from rainforest.storage import Source
+from rainforest.storage.worker_memo import remembered
 
 
 @dataclass
@@ -25,6 +26,10 @@ class BoostedSource(Source):
     weigh: Callable[[pa.RecordBatch, int], dict] = None
     needed: list = field(default_factory=list)  # base columns ``weigh`` reads
     added: dict = field(default_factory=dict)  # name -> Arrow type
+    # where a distributed base's passes keep each batch's slots for the fit's later rounds (a fit id of
+    # rainforest.storage.worker_memo, and its room a process; None: encoded anew at every round)
+    slots_memo: str | None = None
+    slots_room: int = 0
 
     @property
     def schema(self) -> pa.Schema:
@@ -75,7 +80,7 @@ class BoostedSource(Source):
         if not getattr(self.base, "distributed", False):
             return super().run_pass(task, columns, batch_size, progress)
         self.check_columns(columns)
-        weighed = WeighedTask(task, self.weigh, self.added, list(columns))
+        weighed = WeighedTask(task, self.weigh, self.added, list(columns), self.slots_memo, self.slots_room)
         # the pass is this source's (AdaBoost counts rounds on it), not the base's; one served from what the
         # base keeps (a round's encoded rows, or the fit's raw batches on the workers) counts none
         before = self.base.n_passes
@@ -99,6 +104,10 @@ class WeighedTask:
     weigh: Callable[[pa.RecordBatch, int], dict]
     added: dict
     columns: list
+    # a fit id under which the worker keeps each batch's slots (and their room a process): a round then
+    # weighs the rows from its learners' predictions on those slots, and encodes none (None: the raw rows)
+    slots_memo: str | None = None
+    slots_room: int = 0
 
     def new_state(self):
         return self.inner.new_state()
@@ -122,7 +131,13 @@ class WeighedTask:
         return getattr(self.inner, "order_free", False)
 
     def encode(self, batch: pa.RecordBatch, first_row: int):
-        return self.inner.encode(self._weighed(batch, first_row), first_row)
+        if self.slots_memo is None or not hasattr(self.inner, "slots"):
+            return self.inner.encode(self._weighed(batch, first_row), first_row)
+        # the slots are the same at every round: kept on the worker by the first, found by the later ones
+        slots = remembered(self.slots_memo, ("slots", first_row, batch.num_rows), lambda: self.inner.slots(batch),
+                           self.slots_room)
+        weighed = _with_columns(batch, self.weigh(batch, first_row, slots=slots), self.added, self.columns)
+        return self.inner.encode(weighed, first_row, slots)
 
     def count_piece(self, state, piece):
         return self.inner.count_piece(state, piece)

@@ -46,6 +46,7 @@ from .constraints import ADABOOST_PARAMS
 from .model_check import check_document
 from .schema import Label, numeric_values
 from .signals import termination_as_interrupt
+from .slot_values import predicted_classes, slot_tables
 from .tree import Tree, plain_value
 from .tree_setup import batch_size_for, grow_params, profile_pass
 
@@ -59,6 +60,13 @@ PREVIOUS_WRONG = "__previous_wrong__"
 # disk, storage.partition_cache): a quarter of the default 1 GB budget, the share a tree's rounds give them
 # (NaiveBayesClassifier takes no memory_budget)
 BAYES_BATCHES_BYTES = parse_bytes("1GB") // 4
+
+
+def slots_memo(memo: str) -> str:
+    """The fit id under which a cluster's workers keep each batch's slots for a tree's later rounds: its
+    own, so the slots' room (an eighth of the base's budget a process) and the wrong-bits' (BITS_ROOM)
+    are counted apart."""
+    return memo + "/slots"
 
 #: the boosting part of a model file
 #: the weak learners a model file may name, by class name: model_file.BOOSTING_BASES (the names the
@@ -165,7 +173,8 @@ class AdaBoostClassifier(Classifier):
                 else:
                     self._fit_bayes(base, run.data, run.kinds, memo)
             finally:
-                getattr(source, "forget", worker_memo.drop)(memo)
+                for fit_id in (memo, slots_memo(memo)):
+                    getattr(source, "forget", worker_memo.drop)(fit_id)
             # passes made over the fit's source, not counted there: the rounds' over a weighted view of it
             # (the boosting store's encoding pass is the source's own, listed as the first round's)
             run.extra_passes = sum(self.n_passes_per_round_) + self._closing_passes - self._store_passes
@@ -178,7 +187,8 @@ class AdaBoostClassifier(Classifier):
         return self
 
     # -- weights as the rows stream by ---------------------------------------------------
-    def _weigher(self, label: Label, user_weight: str | None, log_norm: float, flag_last: bool, memo: str):
+    def _weigher(self, label: Label, user_weight: str | None, log_norm: float, flag_last: bool, memo: str,
+                 attributes: list | None = None):
         """The weights of a round's rows as they stream by (``weigh(batch, first_row)``), from the learners
         so far; with ``flag_last``, also whether the newest, not yet weighted learner gets each row wrong.
 
@@ -186,18 +196,28 @@ class AdaBoostClassifier(Classifier):
         cluster's worker: :mod:`rainforest.storage.worker_memo`, under the fit's id ``memo``, up to
         :data:`BITS_ROOM` a process), so a learner scores a row once, not once per later pass; a batch
         not held is scored again.  The weights are added from the bits in learner order
-        (:func:`rainforest.boost_store.boosted_log_weights`): the floats of scoring every learner again."""
+        (:func:`rainforest.boost_store.boosted_log_weights`): the floats of scoring every learner again.
+
+        Where the caller has the batch's slots (``weigh(batch, first_row, slots=S)``, trees' rounds on a
+        cluster; ``attributes``: the trees' schema's), a tree scores them as the boosting store scores its
+        rows (:func:`rainforest.slot_values.predicted_classes`), not the raw rows encoded again."""
         learners, alphas = list(self.estimators_), list(self._alphas)
         unscored = flag_last and len(learners) > len(alphas)
         weights = np.asarray(alphas, np.float64)
+        tables = slot_tables(attributes) if attributes is not None else None
 
-        def weigh(batch: pa.RecordBatch, first_row: int) -> dict:
+        def classes(j: int, batch: pa.RecordBatch, slots: np.ndarray | None) -> np.ndarray:
+            if slots is None or tables is None:
+                return self._class_indices(learners[j:j + 1], batch)[0]
+            return predicted_classes(learners[j], attributes, slots, tables)
+
+        def weigh(batch: pa.RecordBatch, first_row: int, slots: np.ndarray | None = None) -> dict:
             given = numeric_values(batch.column(user_weight)) if user_weight else None
             y = label.codes(batch.column(label.name), absent=None if given is None else given == 0)
             n = len(y)
-            flags = [remembered(memo, (j, first_row, n), lambda j=j: np.packbits(
-                self._class_indices(learners[j:j + 1], batch)[0] != y), BITS_ROOM)
-                for j in range(len(learners) if unscored else len(alphas))]
+            flags = [remembered(memo, (j, first_row, n), lambda j=j: np.packbits(classes(j, batch, slots) != y),
+                                BITS_ROOM)
+                     for j in range(len(learners) if unscored else len(alphas))]
             wrong = np.unpackbits(flags[-1], count=n).astype(bool) if unscored else np.zeros(n, bool)
             lw = np.full(n, -log_norm)
             if len(weights):
@@ -276,9 +296,14 @@ class AdaBoostClassifier(Classifier):
         log_norm = 0.0
         for _ in range(self.n_estimators):
             if store is None:
+                # on a cluster whose workers keep the batches, each keeps their slots too: a round weighs
+                # them from its trees' predictions on the slots and encodes nothing again
+                kept = hasattr(data.source, "keep_batches") and base.algorithm in ("hybrid", "write")
                 source = BoostedSource(base=data.source, needed=columns,
-                                       weigh=self._weigher(schema.label, data.weight, log_norm, False, memo),
-                                       added={BOOST_WEIGHT: pa.float64()})
+                                       weigh=self._weigher(schema.label, data.weight, log_norm, False, memo,
+                                                           schema.attributes if kept else None),
+                                       added={BOOST_WEIGHT: pa.float64()},
+                                       slots_memo=slots_memo(memo) if kept else None, slots_room=budget // 8)
             else:
                 source = StoreRound(store=store, log_norm=log_norm, name=data.source.description,
                                     arrow_schema=data.source.schema.append(pa.field(BOOST_WEIGHT, pa.float64())))

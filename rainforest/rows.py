@@ -234,11 +234,19 @@ def stores_weights(schema: Schema, class_weight: np.ndarray | None) -> bool:
     return schema.weight is not None or class_weight is not None
 
 
-def encode_rows(schema: Schema, batch: pa.RecordBatch, class_weight: np.ndarray | None) -> RowBlock:
-    """A batch of raw rows as a :class:`RowBlock` at the root (weights: :func:`stores_weights`)."""
+def slots_of(schema: Schema, batch: pa.RecordBatch) -> np.ndarray:
+    """The slots of a batch's rows, every attribute's (column-major, :func:`slot_dtype`)."""
     S = np.empty((batch.num_rows, len(schema.attributes)), slot_dtype(schema), order="F")
     for j, a in enumerate(schema.attributes):
         attribute_slots(schema, j, batch.column(a.name), S[:, j])
+    return S
+
+
+def encode_rows(schema: Schema, batch: pa.RecordBatch, class_weight: np.ndarray | None,
+                slots: np.ndarray | None = None) -> RowBlock:
+    """A batch of raw rows as a :class:`RowBlock` at the root (weights: :func:`stores_weights`);
+    ``slots``: the batch's :func:`slots_of`, found already (copied: the block's are its own)."""
+    S = slots_of(schema, batch) if slots is None else slots.copy(order="F")
     label = batch.column(schema.label.name)
     if stores_weights(schema, class_weight):
         w = numeric_values(batch.column(schema.weight)) if schema.weight else np.ones(len(label))

@@ -588,6 +588,26 @@ def test_adaboost_rounds_read_the_batches_kept_on_disk_or_the_source_again(data,
     assert _held_nowhere()
 
 
+def test_tree_rounds_on_dask_encode_each_batch_once(data, adaboost_local, monkeypatch):
+    """A tree round on a cluster weighs the raw batches the workers keep, but their slots, the same at
+    every round, are kept beside them by the first round (storage.worker_memo): later rounds score
+    their trees on those slots and encode nothing again; the trees are the local ones, and those of
+    rounds encoding every batch again; nothing is kept after the fit."""
+    from rainforest import avc, boosted_source
+
+    encoded = []
+    slots = avc.AvcPass.slots
+    monkeypatch.setattr(avc.AvcPass, "slots", lambda self, batch: encoded.append(batch.num_rows) or slots(self, batch))
+    kept = _adaboost_equals_local(data, DaskSource(data), adaboost_local)
+    assert sum(encoded) == N_FILES * 5_000  # each row once, by the first round
+    assert worker_memo.held() == {} and _held_nowhere()
+    encoded.clear()
+    monkeypatch.setattr(boosted_source, "remembered", lambda fit_id, key, compute, room: compute())  # none kept
+    again = _adaboost_equals_local(data, DaskSource(data), adaboost_local)
+    assert sum(encoded) == 3 * N_FILES * 5_000
+    assert [t.to_json() for t in again.estimators_] == [t.to_json() for t in kept.estimators_]
+
+
 @pytest.mark.parametrize("learner", ["tree", "bayes"])
 def test_rounds_weighed_on_dask_score_each_learner_once(data, learner, monkeypatch):
     """Rounds weighed where the partitions are read keep each learner's wrong-bits of a batch there
@@ -599,6 +619,9 @@ def test_rounds_weighed_on_dask_score_each_learner_once(data, learner, monkeypat
     class_indices = AdaBoostClassifier._class_indices
     monkeypatch.setattr(AdaBoostClassifier, "_class_indices", staticmethod(
         lambda learners, batch: scored.append(len(learners) * batch.num_rows) or class_indices(learners, batch)))
+    predicted = boosting.predicted_classes  # trees score the slots the workers keep (see the next test)
+    monkeypatch.setattr(boosting, "predicted_classes",
+                        lambda tree, attributes, S, tables: scored.append(len(S)) or predicted(tree, attributes, S, tables))
     base = DecisionTreeClassifier(max_depth=2) if learner == "tree" else NaiveBayesClassifier()
 
     def fit():
