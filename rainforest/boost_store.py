@@ -168,7 +168,7 @@ class BoostStore:
                            + label_dtype(schema.label).itemsize + (8 if weighted else 0)) + bits
         store = cls(schema, tables=slot_tables(schema.attributes))
         if not (in_memory and memory <= budget_bytes // 8):
-            short = disk_shortfall(spill_dir, spilled_bytes(n_rows, schema, weighted) + bits)
+            short = disk_shortfall(spill_dir, spilled_bytes(n_rows, schema, weighted, 1) + bits)  # rows at node 0
             if short:
                 warnings.warn(f"{short}: each boosting round reads the source instead; give spill_dir a larger "
                               f"disk to read it twice", RuntimeWarning, stacklevel=3)

@@ -153,8 +153,8 @@ class ForestGrower:
         # growth pass, and every later pass reads them there (the multiplicities come from the positions).
         self.write = params.write and local and not self.keep and n_rows > 0 and self.max_depth > 1
         if self.write:  # as the spill stores them: each column in its own narrowest type, class code, weight, node
-            self.write = room_for(params.spill_dir, n_rows * spilled_row_bytes(
-                column_dtypes(columns.column_schema), label_dtype(columns.schema.label), columns.weighted))
+            self.write = room_for(params.spill_dir, n_rows * spilled_row_bytes(  # its spill holds every row at node 0
+                column_dtypes(columns.column_schema), label_dtype(columns.schema.label), columns.weighted, 1))
         self.spill: Spill | None = None
         # A source that keeps partitions where they are read (a Dask cluster's workers): the first growth
         # pass encodes each partition there and every later level counts what the workers keep (up to a

@@ -37,17 +37,26 @@ from .rows import RowBlock, column_dtypes, label_dtype
 from .schema import Schema
 from .signals import raise_pending, termination_as_interrupt
 
-def spilled_bytes(n_rows: int, schema: Schema, weighted: bool) -> int:
-    """Bytes that ``n_rows`` encoded rows take in the spill folder: slots, class code, weight when
-    not all one, node."""
-    return n_rows * spilled_row_bytes(column_dtypes(schema), label_dtype(schema.label), weighted)
+def node_type(n_tree_nodes: int) -> np.dtype:
+    """How a node file holds each row's node: two bytes while the tree's nodes number fewer than
+    65,536 (a depth-15 binary tree), else four.  A node is a sixth of an Agrawal row as binned mode
+    spills it, and every read writes them all back."""
+    return np.dtype("<u2") if n_tree_nodes <= 65535 else np.dtype("<i4")
 
 
-def spilled_row_bytes(column_types: list, label_type: np.dtype, weighted: bool) -> int:
+def spilled_bytes(n_rows: int, schema: Schema, weighted: bool, n_tree_nodes: int | None = None) -> int:
+    """Bytes that ``n_rows`` encoded rows take in the spill folder: slots, class code, weight when not
+    all one, node (``n_tree_nodes``: the nodes rows may stand at, :func:`node_type`; unknown: four bytes)."""
+    return n_rows * spilled_row_bytes(column_dtypes(schema), label_dtype(schema.label), weighted, n_tree_nodes)
+
+
+def spilled_row_bytes(column_types: list, label_type: np.dtype, weighted: bool, n_tree_nodes: int | None = None) -> int:
     """Bytes one encoded row takes in the spill folder (:meth:`Spill.writer`): each slot column in the
     type it is stored in, the class code (or target) in ``label_type``, the weight when not all one
-    (8), the node (4)."""
-    return sum(np.dtype(t).itemsize for t in column_types) + np.dtype(label_type).itemsize + (8 if weighted else 0) + 4
+    (8), the node (:func:`node_type` of ``n_tree_nodes``; four bytes, the most, where not known)."""
+    node = node_type(n_tree_nodes).itemsize if n_tree_nodes is not None else 4
+    return sum(np.dtype(t).itemsize for t in column_types) + np.dtype(label_type).itemsize + (8 if weighted else 0) \
+        + node
 
 
 def spill_footprint(n_rows: int, schema: Schema, weighted: bool) -> int:
@@ -101,6 +110,8 @@ class Spill:
         self._records: dict[int, list[int]] = {}  # partition -> rows of each record, in file order
         self._writing: dict[int, tuple] = {}  # the next generation's open files, and record sizes
         self._layout = None  # (slot dtype, class dtype, weighted), from the first rows written
+        self._node_types: dict[int, np.dtype] = {}  # partition -> how its node file holds the nodes
+        self._next_node_type = np.dtype("<i4")  # the next generation's (writer)
         self.bytes_written = 0
         self.bytes_read = 0
         self.reads = 0
@@ -120,6 +131,7 @@ class Spill:
         """A callable writing each row of a block to partition ``part_of_node[node]`` (rows whose
         node maps to -1 are dropped) of a new generation; :meth:`commit` makes it current."""
         os.makedirs(os.path.join(self.root, f"gen-{self.generation + 1}"))
+        self._next_node_type = node_type(len(part_of_node))  # every node a row can stand at has a partition
 
         def write(rows: RowBlock) -> None:
             if self._layout is None:
@@ -146,9 +158,9 @@ class Spill:
         data.write(np.ascontiguousarray(rows.y).data)
         if len(rows.w):
             data.write(np.ascontiguousarray(rows.w, "<f8").data)
-        node.write(np.ascontiguousarray(rows.node, "<i4").data)
+        node.write(np.ascontiguousarray(rows.node, self._next_node_type).data)
         sizes.append(len(rows))
-        self.bytes_written += written + rows.y.nbytes + rows.w.nbytes + 4 * len(rows)
+        self.bytes_written += written + rows.y.nbytes + rows.w.nbytes + self._next_node_type.itemsize * len(rows)
 
     def _column_types(self) -> list[np.dtype]:
         """How each slot column is stored: its own type, or the rows' when none was given."""
@@ -162,12 +174,14 @@ class Spill:
         old = os.path.join(self.root, f"gen-{self.generation}")
         self.generation += 1
         self._records = {p: sizes for p, (_, _, sizes) in self._writing.items()}
+        self._node_types = {p: self._next_node_type for p in self._records}
         self.parts = set(self._records)
         self._writing = {}
         if os.path.isdir(old):
             shutil.rmtree(old)
 
-    def read(self, parts, batch_size: int, update_nodes: bool = True, columns_for=None) -> Iterator[RowBlock]:
+    def read(self, parts, batch_size: int, update_nodes: bool = True, columns_for=None,
+             n_tree_nodes: int | None = None) -> Iterator[RowBlock]:
         """The rows of the given partitions of the current generation, in row order per partition,
         in blocks of whole records (about ``batch_size`` rows, or one larger record).
 
@@ -176,14 +190,18 @@ class Spill:
         the next read starts where this one's routing ended.  ``columns_for(node)``, given a block's
         nodes (read first), names the slot columns the reader needs of it (None: all); the others are
         skipped on disk and hold no rows' values in the block (a gathering read needs only its
-        candidate attributes' columns)."""
+        candidate attributes' columns).  ``n_tree_nodes``: the tree's nodes, which bounds the nodes written
+        back (:func:`node_type`; unknown: four bytes a node)."""
         self.reads += 1
+        back = node_type(n_tree_nodes) if n_tree_nodes is not None else np.dtype("<i4")
         for p in sorted(parts):
             if p in self.parts:  # else no growing row reached this partition's nodes
-                yield from self._read_part(p, batch_size, update_nodes, columns_for)
+                yield from self._read_part(p, batch_size, update_nodes, columns_for, back)
 
-    def _read_part(self, p: int, batch_size: int, update_nodes: bool, columns_for=None) -> Iterator[RowBlock]:
+    def _read_part(self, p: int, batch_size: int, update_nodes: bool, columns_for=None,
+                   back: np.dtype = np.dtype("<i4")) -> Iterator[RowBlock]:
         slot_type, class_type, weighted = self._layout
+        held = self._node_types.get(p, np.dtype("<i4"))  # how this partition's node file holds the nodes
         types = self._column_types()
         stored_row = sum(t.itemsize for t in types)  # a row's slots as the files hold them
         node_file = self._file(self.generation, p, "node")
@@ -201,7 +219,12 @@ class Spill:
                         k += 1
                     block = RowBlock(np.empty((n, self.n_attributes), slot_type, order="F"), np.empty(n, class_type),
                                      np.empty(n if weighted else 0, "<f8"), np.empty(n, "<i4"))
-                    _fill(nodes, block.node)
+                    if held == block.node.dtype:
+                        _fill(nodes, block.node)
+                    else:  # narrower on disk: read, then widened
+                        stored = np.empty(n, held)
+                        _fill(nodes, stored)
+                        block.node[:] = stored
                     wanted = None if columns_for is None else columns_for(block.node)
                     at, skipped = 0, 0
                     narrow = {}  # a column stored narrower than the rows hold it: read, then widened
@@ -222,11 +245,12 @@ class Spill:
                         if weighted:
                             _fill(data, block.w[at:at + m])
                         at += m
-                    self.bytes_read += block.nbytes - block.S.nbytes + n * stored_row - skipped
+                    self.bytes_read += (block.y.nbytes + block.w.nbytes + n * (held.itemsize + stored_row)
+                                        - skipped)
                     raise_pending()  # a stop request a finaliser swallowed ends the fit here
                     yield block
                     if routed is not None:
-                        routed.write(block.node.data)
+                        routed.write(block.node.data if back == block.node.dtype else block.node.astype(back).data)
                     r = k
             except BaseException:
                 if routed is not None:
@@ -235,6 +259,7 @@ class Spill:
                 raise
         if routed is not None:
             swap_in(node_file + ".next", node_file)
+            self._node_types[p] = back
 
     def in_row_order(self, batch_size: int) -> Iterator[tuple[int, RowBlock]]:
         """``(first_row, rows)`` of a folder written in row order to partition 0 (a forest's, a boosting

@@ -42,8 +42,10 @@ class RowSupply:
             # a read that writes a new generation leaves the current one's nodes as they were; one that
             # routes no row further than the level's count did (a gathering) has nothing to write back
             update = task.spill is None and getattr(task, "routes_rows", True)
+            routing = getattr(task, "routing", None)  # the tree's nodes bound those written back
             for rows in self.spill.read(parts, self.batch_size, update_nodes=update,
-                                        columns_for=getattr(task, "columns_for", None)):
+                                        columns_for=getattr(task, "columns_for", None),
+                                        n_tree_nodes=None if routing is None else len(routing[1])):
                 state = task.count(state, rows)
                 meter(len(rows))
             meter.done()
@@ -74,7 +76,7 @@ class RowSupply:
         parts = {self.part_of[n] for n in nodes}
         meter = PassMeter(f"level {level}, spill partitions {sorted(parts)}, {len(nodes)} node(s) loaded and "
                           f"counted in memory", self.verbose, int(sum(rows_of)))
-        for rows in self.spill.read(parts, self.batch_size):
+        for rows in self.spill.read(parts, self.batch_size, n_tree_nodes=n_tree_nodes):
             descend(rows.S, rows.node, *routing)
             kept.add(rows)
             meter(len(rows))

@@ -212,7 +212,7 @@ def test_rows_that_do_not_fit_memory_are_spilled_once_and_read_from_there(extra,
     assert stats.kept_rows == 0 and stats.trees_grown_together == 0
     assert spilled.n_passes_ == 2 and spilled.n_passes_per_level_[1:] == [0] * 4
     width = len(spilled.feature_names_in_)
-    assert stats.spill_bytes == table.num_rows * (width + 1 + 4 + (8 if "class_weight" in extra else 0))
+    assert stats.spill_bytes == table.num_rows * (width + 1 + 2 + (8 if "class_weight" in extra else 0))  # node: 2 bytes
     assert asked == [stats.spill_bytes]
     assert stats.spill_reads == passes.n_passes_ - 2 - extra.get("oob_score", False)
     assert spilled.to_json() == passes.to_json()

@@ -197,3 +197,35 @@ def test_a_block_with_a_row_at_a_split_node_is_read_whole():
     task.__dict__["candidate_attributes"] = frozenset({1})  # as the candidates' pairs would give
     assert task.columns_for(np.array([1, 2, 2], np.int32)) == {1}
     assert task.columns_for(np.array([1, 0, 2], np.int32)) is None
+
+
+def test_node_files_take_two_bytes_a_node_while_the_tree_fits_them(tmp_path):
+    """A spill holds each row's node in two bytes while the tree has fewer than 65,536 nodes, in four
+    past that: a read routing rows to nodes past 65,535 writes them back whole, and the next read
+    finds them; a later read of a small tree's nodes writes two bytes again."""
+    from rainforest.rows import RowBlock
+    from rainforest.spill import Spill
+
+    rng = np.random.default_rng(5)
+    n = 1000
+    rows = RowBlock(np.asfortranarray(rng.integers(0, 9, (n, 2)).astype(np.uint8)), np.zeros(n, np.uint8),
+                    np.empty(0), rng.integers(0, 10, n).astype(np.int32))
+    spill = Spill(str(tmp_path), 2)
+    try:
+        spill.writer(np.zeros(10, np.int64))(rows)  # a tree of 10 nodes
+        spill.commit()
+        assert spill.bytes_written == n * (2 + 1 + 2)
+        node_file = next(tmp_path.rglob("part-0.node"))
+        assert node_file.stat().st_size == 2 * n
+        deep = rows.node.astype(np.int64) + 70_000
+        for block in spill.read([0], 300, n_tree_nodes=80_000):  # routed to nodes past 65,535
+            block.node += 70_000
+        assert node_file.stat().st_size == 4 * n
+        got = np.concatenate([b.node for b in spill.read([0], 300, n_tree_nodes=80_000)])
+        assert np.array_equal(got, deep)
+        for block in spill.read([0], 300, n_tree_nodes=20):  # a read knowing the nodes fit two bytes again
+            block.node -= 70_000
+        assert node_file.stat().st_size == 2 * n
+        assert np.array_equal(np.concatenate([b.node for b in spill.read([0], 300, update_nodes=False)]), rows.node)
+    finally:
+        spill.remove()

@@ -298,7 +298,7 @@ def test_the_first_growth_pass_spills_what_memory_cannot_hold(table, tmp_path, m
     assert read.n_passes_ == 11 and clf.n_passes_ == 2 and source.n_passes == 2
     assert during and during[0] == ["part-0.node", "part-0.rows"]
     stats = clf.grow_stats_
-    assert stats.spill_bytes == 200_000 * (9 + 1 + 4)  # slots, class code, node: every row once
+    assert stats.spill_bytes == 200_000 * (9 + 1 + 2)  # slots, class code, node (2 bytes): every row once
     assert stats.spill_reads >= 2 and stats.spill_bytes_read == stats.spill_reads * stats.spill_bytes
     assert 0 < stats.kept_rows < 200_000  # the nodes still growing came to fit: pulled from the spill
     assert os.listdir(tmp_path) == []
