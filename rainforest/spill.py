@@ -10,8 +10,9 @@ nodes left out), so later reads take only the partitions holding their nodes.
 Format (chosen for speed; measured against lz4 Parquet, which spent most of a read decoding):
 raw little-endian arrays, one ``part-P.rows`` file per partition holding *records* (a block of
 rows as it streamed by: each attribute's slots, then the class codes, then the weights when not
-all one), and beside it ``part-P.node``, each row's tree node (two bytes while the tree fits them, :func:`node_type`).  Reads fill preallocated
-column-major blocks straight from the file (``readinto``: no decoding, no copy) and write every
+all one), and beside it ``part-P.node``, each row's tree node (two bytes while the tree fits
+them, :func:`node_type`).  Reads fill preallocated column-major blocks straight from the file
+(``readinto``: no decoding, no copy) and write every
 row's new node back once the reader has routed it, so the next level routes each row one step,
 not from the root.  Record sizes are kept in memory: the folder is this process's alone.
 
