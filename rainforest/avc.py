@@ -15,7 +15,8 @@ import pyarrow as pa
 
 from .count_bins import CountedSlots, counted_slot, counted_slots
 from .counting import add_row
-from .rows import KeptRows, RowBlock, advance_kept, descend, encode_rows, slots_of
+from .row_encoding import encode_rows, slots_of
+from .rows import KeptRows, RowBlock, advance_kept, descend
 from .schema import CATEGORICAL, Schema
 from .target_parts import NO_GRID, accumulate_parts
 
@@ -215,7 +216,7 @@ class AvcPass:
         return encode_rows(self.schema, batch, self.class_weight, slots).present()
 
     def slots(self, batch: pa.RecordBatch) -> np.ndarray:
-        """The batch's slots alone (:func:`rainforest.rows.slots_of`): the same at every pass of a fit, so
+        """The batch's slots alone (:func:`rainforest.row_encoding.slots_of`): the same at every pass of a fit, so
         a caller weighing the rows anew at each (AdaBoost's rounds on a cluster) may keep them."""
         return slots_of(self.schema, batch)
 

@@ -28,7 +28,8 @@ import pyarrow as pa
 
 from rainforest.storage import Source
 
-from .rows import RowBlock, column_dtypes, encode_rows, label_dtype, slot_dtype
+from .row_encoding import encode_rows
+from .rows import RowBlock, column_dtypes, label_dtype, slot_dtype
 from .schema import Schema
 from .slot_values import predicted_classes, slot_tables
 from .spill import Spill, disk_shortfall, spilled_bytes

@@ -32,7 +32,7 @@ from .params import is_int
 from .profile import quantile_edges
 from .pruning import cost_complexity_prune
 from .rowhash import M32
-from .rows import stores_weights
+from .row_encoding import stores_weights
 from .schema import CATEGORICAL, NUMERIC, Attribute, Schema
 from .threads import numba_threads
 from .tree import Tree

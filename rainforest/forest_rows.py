@@ -9,7 +9,8 @@ import pyarrow as pa
 
 from .combinations import Combinations
 from .count_bins import CountedSlots, counted_slots
-from .rows import KeptRows, encode_rows, slot_dtype, to_slots
+from .row_encoding import encode_rows, to_slots
+from .rows import KeptRows, slot_dtype
 from .schema import Schema
 
 

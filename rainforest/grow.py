@@ -30,7 +30,8 @@ from .meter import PassMeter  # noqa: F401  (re-exported: the pass meter of grow
 from .nodes import Nodes
 from .plan import (attribute_groups, counted_slots_for, families, families_to_pull, group_bytes, lead_of,
                    pack_families, spilled_loads)
-from .rows import KeptRows, column_dtypes, label_dtype, row_bytes, slot_dtype, stores_weights
+from .row_encoding import stores_weights
+from .rows import KeptRows, column_dtypes, label_dtype, row_bytes, slot_dtype
 from .rules import branch_totals, depth_limit, node_criterion, node_totals, split_outcome
 from .schema import Schema
 from .spill import Spill, room_for, spill_footprint, spilled_bytes

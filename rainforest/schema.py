@@ -148,7 +148,7 @@ class Attribute:
 
     def category_slots(self, arr) -> np.ndarray:
         """int32 slots of a categorical column: the category's index; unknown and missing values
-        share the last slot ``V``, as in :func:`rainforest.rows.to_slots`."""
+        share the last slot ``V``, as in :func:`rainforest.row_encoding.to_slots`."""
         _, idx = self._category_index(arr)
         return idx.fill_null(len(self.categories)).to_numpy(zero_copy_only=False)
 

@@ -1,8 +1,8 @@
 """Encoding rows into slots, and the profiling pass's binning sample.
 
 The slots a data pass counts are computed column by column from Arrow, in each column's own type
-(:func:`rainforest.rows.attribute_slots`); they must equal those of the float64 matrix that
-routing uses (:meth:`Schema.encode` then :func:`rainforest.rows.to_slots`), for every type.
+(:func:`rainforest.row_encoding.attribute_slots`); they must equal those of the float64 matrix that
+routing uses (:meth:`Schema.encode` then :func:`rainforest.row_encoding.to_slots`), for every type.
 """
 import pickle
 
@@ -12,7 +12,8 @@ import pytest
 
 from rainforest.profile import ProfileTask, few_distinct
 from rainforest.rowhash import row_hash
-from rainforest.rows import encode_rows, slot_dtype, to_slots, value_slots
+from rainforest.row_encoding import encode_rows, to_slots, value_slots
+from rainforest.rows import slot_dtype
 from rainforest.schema import CATEGORICAL, CUTS_PER_CELL, LUT_CELLS, NUMERIC, slot_lookups
 from rainforest.storage.base import travelling
 

@@ -30,7 +30,7 @@ ENGINE_MODULES = ["atomic", "split_choice", "target_parts", "avc", "bayes_counts
                   "dask_predict", "exact_bins", "exact_gather", "exact_search", "gather_kernels", "gather_scratch",
                   "datasets", "errors", "forest_exact", "forest_grow", "forest_kernels", "forest_levels", "forest_oob", "forest_passes",
                   "forest_rows", "grow", "in_bag", "inputs", "meter", "model_fields", "nodes", "outputs",
-                  "params", "partition", "plan", "profile", "profile_data", "pruning", "pushdown", "node_tables", "rowhash", "rows",
+                  "params", "partition", "plan", "profile", "profile_data", "pruning", "pushdown", "node_tables", "rowhash", "rows", "row_encoding",
                   "rules", "schema", "signals", "slot_values", "spill", "split_bounds", "split_scores", "sql", "subtree", "supply",
                   "threads", "tree", "tree_check", "tree_setup", "value_keys", "warm_up"]
 LEARNER_MODULES = ["base", "bayes", "boosted_source", "boosting", "class_resampling", "classifier_metrics",
