@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 
-from rainforest import rows, tree_setup
+from rainforest import row_encoding, tree_setup
 from rainforest.grow import GrowParams
 
 
@@ -12,8 +12,8 @@ def key_at_small_cap(monkeypatch, cap=16):
     keys computed are counted (the list returned), so a test sees that the road it takes is the keyed one."""
     monkeypatch.setattr(tree_setup, "KEY_CAP", cap)
     calls = []
-    original = rows.key_slots
-    monkeypatch.setattr(rows, "key_slots", lambda x, out: calls.append(len(x)) or original(x, out))
+    original = row_encoding.key_slots
+    monkeypatch.setattr(row_encoding, "key_slots", lambda x, out: calls.append(len(x)) or original(x, out))
     return calls
 
 
