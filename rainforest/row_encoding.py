@@ -1,4 +1,4 @@
-"""Raw rows to encoded rows: each attribute's values to their slots, a batch to a :class:`rainforest.rows.RowBlock`.
+"""Raw rows to encoded rows: values to their slots, a batch to a :class:`rainforest.rows.RowBlock`.
 
 The slot of a value (:func:`rainforest.schema.slot_of`: a bin, an exact value's rank or key, a
 category's code; missing values and unseen categories take the attribute's last slot) is found
