@@ -65,6 +65,13 @@ class RowCopy:
             for i in range(reader.num_record_batches):
                 yield reader.get_batch(i).select(list(columns))
 
+    def batches(self, columns: Sequence[str], stream) -> Iterator[pa.RecordBatch]:
+        """The rows' ``columns``: read from the finished copy where it holds them, else ``stream()``'s
+        batches (read from the source only then), teed into the copy as they go by."""
+        if self.covers(columns):
+            return self.read(columns)
+        return self.tee(list(columns), stream())
+
     def tee(self, columns: Sequence[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Yield ``batches`` (of ``columns``), writing each to the copy first; the copy counts only once
         every batch went by. Nothing is written when a copy is finished already."""
@@ -162,10 +169,7 @@ class CopiedSource(Source):
         return self.copy.covers(columns) or self.base.copied(columns)
 
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
-        if self.copy.covers(columns):
-            yield from self.copy.read(columns)
-            return
-        yield from self.copy.tee(list(columns), self.base._batches(list(columns), batch_size))
+        return self.copy.batches(columns, lambda: self.base._batches(list(columns), batch_size))
 
     def remove(self) -> None:
         """Remove the copy and its folder."""

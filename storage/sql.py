@@ -221,11 +221,9 @@ class SqlSource(Source):
         raise SourceError(f"{self.description} cannot return a relation; give into= a table name to write")
 
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
-        if self.copied(columns):
-            yield from self._copy.read(columns)
-            return
-        batches = self._streamed(columns, batch_size)
-        yield from batches if self._copy is None else self._copy.tee(columns, batches)
+        if self._copy is None:
+            return self._streamed(columns, batch_size)
+        return self._copy.batches(columns, lambda: self._streamed(columns, batch_size))
 
     def _streamed(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         select = ", ".join(self._select_column(c) for c in columns)
