@@ -271,39 +271,38 @@ class AdaBoostClassifier(Classifier):
         boosted_schema = replace(schema, weight=BOOST_WEIGHT, fractional_weights=True, _tables=None)
         # the rounds read the encoded rows (rainforest/boost_store.py), not the source: where rows may
         # stay in this process (not a cluster's, not a database's pushed-down ones) and on local disk
-        store, self._store_passes = None, 0
+        store, self._store_passes, slots_at = None, 0, None
         if base.algorithm in ("hybrid", "write") and not getattr(data.source, "distributed", False):
             store = BoostStore.fill(data.source, schema, columns, batch_size, self.n_estimators, profile.n_rows,
                                     budget, base.algorithm == "hybrid", base.spill_dir)
             self._store_passes = int(store is not None)
         elif base.algorithm in ("hybrid", "write") and hasattr(data.source, "keep_batches"):
             # a cluster's workers keep the partitions' raw batches where the first round read them (a
-            # quarter of the budget each in memory, the rest on local disk; released with the memo):
-            # later rounds weigh and encode them there without reading the source
+            # quarter of the budget each in memory, the rest on local disk; released with the memo), and
+            # their slots beside them: later rounds weigh them there, reading no source and encoding nothing
             data.source.keep_batches(memo, budget // 4)
+            slots_at = slots_memo(memo)
         try:
             self._boost_trees(base, data, columns, schema, boosted_schema, params, budget, batch_size, profile.n_rows,
-                              k, store, memo)
+                              k, store, memo, slots_at)
         finally:
             if store is not None:
                 store.remove()
         self._closing_passes = 0
 
     def _boost_trees(self, base, data, columns, schema, boosted_schema, params, budget, batch_size, n_rows, k,
-                     store: BoostStore | None, memo: str | None):
+                     store: BoostStore | None, memo: str | None, slots_at: str | None):
         """The rounds: each grows a tree from the store (the encoding pass counts as the first round's),
-        or from the source with the weights computed as its rows stream by."""
+        or from the source with the weights computed as its rows stream by (``slots_at``: where a
+        cluster's workers keep each batch's slots for the later rounds, :func:`slots_memo`; None: none)."""
         log_norm = 0.0
         for _ in range(self.n_estimators):
-            if store is None:
-                # on a cluster whose workers keep the batches, each keeps their slots too: a round weighs
-                # them from its trees' predictions on the slots and encodes nothing again
-                kept = hasattr(data.source, "keep_batches") and base.algorithm in ("hybrid", "write")
+            if store is None:  # with slots kept, a round weighs the rows from its trees' predictions on them
                 source = BoostedSource(base=data.source, needed=columns,
                                        weigh=self._weigher(schema.label, data.weight, log_norm, False, memo,
-                                                           schema.attributes if kept else None),
-                                       added={BOOST_WEIGHT: pa.float64()},
-                                       slots_memo=slots_memo(memo) if kept else None, slots_room=budget // 8)
+                                                           schema.attributes if slots_at else None),
+                                       added={BOOST_WEIGHT: pa.float64()}, slots_memo=slots_at,
+                                       slots_room=budget // 8)
             else:
                 source = StoreRound(store=store, log_norm=log_norm, name=data.source.description,
                                     arrow_schema=data.source.schema.append(pa.field(BOOST_WEIGHT, pa.float64())))
