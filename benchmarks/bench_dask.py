@@ -6,7 +6,10 @@ Contenders, each in its own child process, on the same Parquet folder (one file 
 * ``parquet-1t``  -- ``ParquetSource``, one Numba thread (``n_jobs=1``);
 * ``parquet``     -- ``ParquetSource``, all cores (``n_jobs=-1``), the usual single-process fit;
 * ``dask-1``      -- ``DaskSource(folder, scheduler=...)`` on 1 ``dask worker`` process (1 thread);
-* ``dask-2``      -- the same on 2 worker processes (1 thread each).
+* ``dask-2``      -- the same on 2 worker processes (1 thread each);
+* ``dask-4``, ``dask-8``, ``dask-16`` -- the same on 4, 8 and 16 workers, for a machine with that
+  many cores (not in the default run). With three or more cluster sizes the chart's right panel
+  is the speed-up curve: the 1-worker fit's time over each cluster's.
 
 The Dask contenders start their cluster (``scripts/dask_cluster.py``: a ``dask scheduler`` and
 the workers, on 127.0.0.1, ``NUMBA_NUM_THREADS=1``) and warm it up with an untimed tiny fit
@@ -17,6 +20,8 @@ it: graph submission, worker-to-worker transfers of partial states, results, hea
 against the bytes of the rows the pass reads (decoded).
 
     python benchmarks/bench_dask.py --rows 10000000 --partitions 20
+    python benchmarks/bench_dask.py --rows 100000000 --partitions 32 --function 7 --algorithms hybrid \
+        --contenders parquet,dask-1,dask-2,dask-4,dask-8,dask-16 --repeats 1   # a 16-core machine
 
 Writes ``<out>.md``, ``<out>.json`` and ``<out>.png`` (``--out`` defaults to
 ``benchmarks/results/dask``). Data go to ``benchmarks/data/`` and are reused when their
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import statistics
 import sys
@@ -37,9 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also whe
 import harness  # noqa: E402  (standard library only)
 from harness import LABEL, SEED, fmt as _fmt, vm_rss_mb as _vm_rss_mb  # noqa: E402
 
-CONTENDERS = ("parquet-1t", "parquet", "dask-1", "dask-2")
-WORKERS = {"dask-1": 1, "dask-2": 2}
-COLORS = {"parquet-1t": "#b0b0b0", "parquet": "#6f6f6f", "dask-1": "#7fb3d5", "dask-2": "#2e86c1"}
+#: clusters of 1 to 16 workers; the default run is the two a 2-core machine can hold
+WORKERS = {f"dask-{n}": n for n in (1, 2, 4, 8, 16)}
+CONTENDERS = ("parquet-1t", "parquet", *WORKERS)
+DEFAULT_CONTENDERS = ("parquet-1t", "parquet", "dask-1", "dask-2")
+COLORS = {"parquet-1t": "#b0b0b0", "parquet": "#6f6f6f", "dask-1": "#aed6f1", "dask-2": "#7fb3d5",
+          "dask-4": "#5499c7", "dask-8": "#2e86c1", "dask-16": "#1b4f72"}
 PACKAGES = ("rainforest", "dask", "distributed", "numba", "pyarrow")
 ALGORITHMS = ("read", "hybrid")
 
@@ -184,6 +193,19 @@ def _ratio(rows, r):
     return r["seconds"] / b["seconds"] if _ok(r) and b else None
 
 
+def _speedup(rows, r):
+    """The 1-worker cluster's fit time over this cluster's (same algorithm); None off a cluster."""
+    one = next((x for x in rows if x["name"] == "dask-1" and x.get("algorithm") == r.get("algorithm") and _ok(x)),
+               None)
+    return one["seconds"] / r["seconds"] if one and _ok(r) and r.get("workers") else None
+
+
+def _scaling_rows(rows):
+    """The finished cluster rows when three or more cluster sizes ran (a speed-up curve), else []."""
+    runs = [r for r in rows if _ok(r) and r.get("workers")]
+    return runs if len({r["workers"] for r in runs}) >= 3 else []
+
+
 def _same_tree(rows, r):
     b = _base(rows, r)
     if not _ok(r) or b is None:
@@ -218,10 +240,10 @@ def write_markdown(path: Path, rows, info) -> None:
         f"- tree: max depth {info['depth']}, 255 bins, default memory budget (1 GB)",
         f"- versions: {', '.join(f'{k} {v}' for k, v in info['versions'].items())}",
         "",
-        "| algorithm | contender | workers | fit s | × parquet | passes | task KB/pass | state KB/pass (max) "
+        "| algorithm | contender | workers | fit s | × parquet | speed-up over dask-1 | passes | task KB/pass | state KB/pass (max) "
         "| loopback MB/pass (mean / max) | rows MB/pass | client peak RSS MB | worker peak RSS MB | same tree "
         "| test accuracy | status |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
     for r in rows:
         ok = _ok(r)
@@ -234,7 +256,7 @@ def write_markdown(path: Path, rows, info) -> None:
         lines.append(
             f"| {r.get('algorithm', '-')} | {r['name']} | {r.get('workers', '-')} | "
             f"{_fmt(r['seconds'] if ok else None, '.2f')} | {_fmt(_ratio(rows, r), '.2f')} | "
-            f"{_fmt(r.get('passes') if ok else None, 'd')} | {_fmt(task / 1e3 if task else None, '.1f')} | "
+            f"{_fmt(_speedup(rows, r), '.2f')} | {_fmt(r.get('passes') if ok else None, 'd')} | {_fmt(task / 1e3 if task else None, '.1f')} | "
             f"{_fmt(state / 1e3 if state else None, '.0f')} | {lo_txt} | {_fmt(data / 1e6 if data else None, '.0f')} | "
             f"{_fmt(r.get('peak_rss_mb'), '.0f')} | {_fmt(r.get('worker_peak_rss_mb'), '.0f')} | "
             f"{'-' if same is None else ('yes' if same else '**no**')} | "
@@ -248,7 +270,7 @@ def write_markdown(path: Path, rows, info) -> None:
         "cluster is already up and warm (started, then an untimed 5,000-row fit), and the time spent "
         "metering (pickling each pass's task and state a second time, to weigh them) is subtracted "
         "(`metering_seconds` in the JSON). *× parquet* divides by the single-process all-cores fit of the "
-        "same algorithm.",
+        "same algorithm. *speed-up over dask-1*: the 1-worker cluster's fit time over this cluster's.",
         "- *task KB/pass*: the pickled `PassTask` (the tree so far, routing arrays, the schema) that each pass "
         "sends out, once, as a literal of its task graph. *state KB/pass*: the pickled state that comes back "
         "(AVC-groups). *loopback MB/pass*: bytes sent on the "
@@ -287,6 +309,43 @@ def draw_plot(axes, rows, info) -> str:
     ax.set_xticklabels(labels, fontsize=7)
     ax.set_title("fit time (s)")
     ax = axes[1]
+    scaling = _scaling_rows(rows)
+    if scaling:
+        _draw_speedup(ax, rows, scaling)
+    else:
+        _draw_bytes(ax, rows)
+    return (f"one tree on Dask: Agrawal F{info['function']}, {info['rows']:,} rows in {info['partitions']} "
+            f"partitions, depth {info['depth']}, {info['machine']['usable_cores']} cores")
+
+
+def _draw_speedup(ax, rows, scaling) -> None:
+    """Speed-up over the 1-worker cluster against the workers, one line per algorithm, and the ideal."""
+    most = max(r["workers"] for r in scaling)
+    for algorithm in sorted({r["algorithm"] for r in scaling}):
+        runs = sorted((r for r in scaling if r["algorithm"] == algorithm and _speedup(rows, r)),
+                      key=lambda r: r["workers"])
+        xs, ys = [r["workers"] for r in runs], [_speedup(rows, r) for r in runs]
+        ax.plot(xs, ys, marker="o", label=f"{algorithm}")
+        for x, y in zip(xs, ys):
+            ax.annotate(f"{y:.1f}×", (x, y), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=8)
+    ax.plot([1, most], [1, most], linestyle=":", color="#999999", label="ideal")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ticks = sorted({r["workers"] for r in scaling})
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks])
+    low = min([1.0] + [_speedup(rows, r) for r in scaling])
+    yticks = [2.0 ** k for k in range(math.floor(math.log2(low)), int(math.log2(most)) + 1)]
+    ax.set_yticks(yticks)
+    ax.set_yticklabels([f"{t:g}" for t in yticks])
+    ax.set_xlabel("workers (1 thread each)")
+    ax.set_ylabel("speed-up over 1 worker")
+    ax.set_title("speed-up curve")
+    ax.legend(fontsize=7)
+
+
+def _draw_bytes(ax, rows) -> None:
+    """Task, state and loopback bytes of each cluster's largest pass, against the rows it read."""
     dask_rows = [r for r in rows if _ok(r) and r.get("per_pass")]
     keys = [("task_bytes", "task out"), ("state_bytes", "state back"), ("loopback_bytes", "loopback total")]
     width = 0.8 / (len(keys) + 1)
@@ -301,8 +360,6 @@ def draw_plot(axes, rows, info) -> str:
     ax.set_xticklabels([f"{r['name']}\n{r['algorithm']}" for r in dask_rows], fontsize=7)
     ax.set_title("bytes per pass (largest pass)")
     ax.legend(fontsize=7)
-    return (f"one tree on Dask: Agrawal F{info['function']}, {info['rows']:,} rows in {info['partitions']} "
-            f"partitions, depth {info['depth']}, {info['machine']['usable_cores']} cores")
 
 
 # ---------------------------------------------------------------------------
@@ -322,6 +379,7 @@ def main(argv=None) -> int:
                    help="comma-separated growth algorithms to run (default read,hybrid)")
     p.add_argument("--algorithm", help=argparse.SUPPRESS)  # a child's one algorithm
     harness.add_common_options(p, CONTENDERS, 3600.0, "seconds per contender (default 3600)", "dask")
+    p.set_defaults(contenders=",".join(DEFAULT_CONTENDERS))
     args = p.parse_args(argv)
 
     code = harness.internal_mode(args, lambda: _run(args.child, args.train, args.test, args), "seconds")
@@ -358,6 +416,7 @@ def main(argv=None) -> int:
     for r in rows:
         r["ratio_to_parquet"] = _ratio(rows, r)
         r["same_tree_as_parquet"] = _same_tree(rows, r)
+        r["speedup_over_dask_1"] = _speedup(rows, r)
     harness.write_results(args.out, info, rows, write_markdown, draw_plot)
     return 0
 
