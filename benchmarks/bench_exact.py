@@ -19,6 +19,13 @@ first, outside the timed fit (exact mode's on 100,000 rows counted in bins).  Wr
 
     python benchmarks/bench_exact.py                                     # 10M rows, F7
     python benchmarks/bench_exact.py --rows 200000 --out /tmp/exact_small  # a check
+    python benchmarks/bench_exact.py --rows 1000000000 --generated --contenders exact-bins \
+        --out benchmarks/results/exact_1b_generated   # 1B rows generated at each pass, no Parquet
+
+With ``--generated`` the training rows are :class:`rainforest.datasets.AgrawalSource`: the rows the
+Parquet folder would hold, generated at each pass (a fit's time then includes generating them twice
+where it would decode the files), and the held-out rows the stream's next ``--test-rows``, in
+memory: a size whose Parquet files and spill folder would not both fit the disk.
 """
 from __future__ import annotations
 
@@ -31,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when run as a script
 import harness  # noqa: E402  (standard library only)
-from harness import LABEL, ROOT, SEED, fmt, rows_label  # noqa: E402
+from harness import LABEL, PERTURBATION, ROOT, SEED, fmt, rows_label  # noqa: E402
 
 CONTENDERS = ("exact-bins", "exact-slots", "binned")
 PACKAGES = ("rainforest", "numba", "pyarrow")
@@ -40,7 +47,7 @@ COLORS = {"exact-bins": "#2a7f62", "exact-slots": "#dd8452", "binned": "#4c72b0"
 
 def run(args) -> dict:
     from rainforest import DecisionTreeClassifier, plan, tree_setup
-    from rainforest.datasets import agrawal_table
+    from rainforest.datasets import AgrawalSource, agrawal_table
     from rainforest.grow import GrowParams
     if args.child == "exact-slots":
         tree_setup.GrowParams = functools.partial(GrowParams, exact_bins=0)
@@ -55,31 +62,39 @@ def run(args) -> dict:
     for plan.SMALL_EXACT_ROWS in (0, default):  # bins, then small data's one slot per value (it ends as it was)
         DecisionTreeClassifier(**kw).fit(warm, target=LABEL)
     warmup = time.perf_counter() - t0
+    train, test = args.train, args.test
+    if args.generated_rows:  # the stream's rows [0, n) at every pass, the next ones held out in memory
+        stream = dict(function=args.function, seed=SEED, perturbation=PERTURBATION)
+        train = AgrawalSource(args.generated_rows, **stream)
+        test = agrawal_table(args.test_rows, start=args.generated_rows, **stream)
     clf = DecisionTreeClassifier(**kw)
     t0 = time.perf_counter()
-    clf.fit(args.train, target=LABEL)
+    clf.fit(train, target=LABEL)
     fit = time.perf_counter() - t0
     Path(args.model).write_text(clf.tree_.to_json())
     stats = clf.grow_stats_
     return {"fit_seconds": fit, "passes": int(clf.n_passes_), "warmup_seconds": warmup,
-            "test_accuracy": float(clf.score(args.test, target=LABEL)), "n_nodes": int(clf.tree_.node_count),
+            "test_accuracy": float(clf.score(test, target=LABEL)), "n_nodes": int(clf.tree_.node_count),
             "binned_attributes": stats.binned_attributes, "candidate_reads": stats.candidate_reads,
             "candidate_values": stats.candidate_values, "candidate_runs": stats.candidate_runs,
             "gathering_bytes": stats.gathering_bytes,
-            "spill_reads": stats.spill_reads}
+            "spill_reads": stats.spill_reads, "spill_bytes": stats.spill_bytes}
 
 
 def write_markdown(path: Path, rows, info) -> None:
     lines = ["# Exact mode at scale: bins of ranks plus candidate values", "",
              f"Depth {info['depth']}, Agrawal functions {info['functions']}. `{info['command']}` on "
              f"{info['machine'].get('cpu', '?')}, {info['machine'].get('usable_cores', '?')} cores ({info['date']}).", "",
-             "| function | rows | contender | status | seconds | passes | peak RSS (MB) | nodes | test accuracy | "
-             "candidate values | same tree as exact-slots |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"Training rows: {info.get('source', 'Parquet')}.", "",
+             "| function | rows | contender | status | seconds | passes | peak RSS (MB) | spilled GB | nodes | "
+             "test accuracy | candidate values | same tree as exact-slots |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| F{r['function']} | {rows_label(r['rows'])} | {r['name']} | {r.get('status')} | "
                      f"{fmt(r.get('fit_seconds'), '.2f')} | {fmt(r.get('passes'), 'd')} | "
-                     f"{fmt(r.get('peak_rss_mb'), '.0f')} | {fmt(r.get('n_nodes'), 'd')} | "
+                     f"{fmt(r.get('peak_rss_mb'), '.0f')} | "
+                     f"{fmt(r['spill_bytes'] / 1e9 if r.get('spill_bytes') is not None else None, '.2f')} | "
+                     f"{fmt(r.get('n_nodes'), 'd')} | "
                      f"{fmt(r.get('test_accuracy'), '.4f')} | {fmt(r.get('candidate_values'), ',d')} | "
                      f"{r.get('same_tree', '-')} |")
     lines += ["", "`candidate values`: the (node, attribute, value) cells the gathering reads summed, over all "
@@ -105,7 +120,10 @@ def main(argv=None) -> int:
     p.add_argument("--contenders", default=",".join(CONTENDERS))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "exact"))
     p.add_argument("--data-root", default=str(ROOT / "benchmarks" / "data"))
+    p.add_argument("--generated", action="store_true",
+                   help="train on rows generated at each pass (AgrawalSource), with no Parquet folder")
     harness.add_child_options(p, CONTENDERS)
+    p.add_argument("--generated-rows", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--model", help=argparse.SUPPRESS)
     p.add_argument("--function", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -113,17 +131,21 @@ def main(argv=None) -> int:
     if code is not None:
         return code
     contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
-    info = {**harness.run_info(PACKAGES), "rows_list": args.rows, "functions": args.functions, "depth": args.depth,
+    info = {**harness.run_info(PACKAGES), "rows_list": args.rows,
+            "source": "AgrawalSource, generated at each pass" if args.generated else "Parquet", "functions": args.functions, "depth": args.depth,
             "time_limit": args.time_limit, "memory_budget": args.memory_budget, "contenders": contenders}
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-exact-") as models:
         for f in args.functions:
             for n in args.rows:
-                files = min(args.files, n)
-                data_dir = Path(args.data_root) / f"agrawal_f{f}_{n}_{files}"
-                harness.prepare_data(__file__, data_dir, harness.data_meta(n, files, f, args.test_rows, 1))
-                child_args = ["--train", str(data_dir / "train"), "--test", str(data_dir / "test"), "--depth",
-                              str(args.depth), "--function", str(f)]
+                child_args = ["--depth", str(args.depth), "--function", str(f), "--test-rows", str(args.test_rows)]
+                if args.generated:
+                    child_args += ["--generated-rows", str(n)]
+                else:
+                    files = min(args.files, n)
+                    data_dir = Path(args.data_root) / f"agrawal_f{f}_{n}_{files}"
+                    harness.prepare_data(__file__, data_dir, harness.data_meta(n, files, f, args.test_rows, 1))
+                    child_args += ["--train", str(data_dir / "train"), "--test", str(data_dir / "test")]
                 if args.memory_budget:
                     child_args += ["--memory-budget", args.memory_budget]
                 found = harness.run_compared(__file__, contenders, child_args, args.time_limit, "fit_seconds", models,

@@ -20,14 +20,18 @@ import glob as globmod
 import math
 import numbers
 import os
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rainforest.storage.base import Source
+
 __all__ = [
     "AGRAWAL_COLUMNS",
+    "AgrawalSource",
     "agrawal_schema",
     "agrawal_label",
     "agrawal_table",
@@ -351,6 +355,54 @@ def agrawal_table(n_rows, function=1, seed=0, perturbation=0.05, start=0) -> pa.
                                         perturbation=perturbation, batch_rows=max(n_rows, 1),
                                         start=start))
     return pa.Table.from_batches(batches, schema=agrawal_schema())
+
+
+@dataclass
+class AgrawalSource(Source):
+    """Rows ``[start, start + n_rows)`` of the Agrawal stream as a source, generated at every pass.
+
+    A billion rows need no 32 GB of Parquet beside a fit's spill folder. Each pass generates the
+    rows :func:`write_agrawal_parquet` writes, in its order: a fit equals one on those files.
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of rows (>= 1).
+    function, seed, perturbation, start
+        As :func:`iter_agrawal_batches`.
+
+    Examples
+    --------
+    >>> from rainforest import DecisionTreeClassifier
+    >>> clf = DecisionTreeClassifier(max_depth=3).fit(AgrawalSource(10_000, function=7), target="class")
+    >>> clf.n_passes_
+    2
+    """
+
+    n_rows: int = 1
+    function: int = 1
+    seed: int = 0
+    perturbation: float = 0.05
+    start: int = 0
+
+    def __post_init__(self):
+        self.function = _check_function(self.function)
+        self.n_rows = _check_int("n_rows", self.n_rows, 1)
+        self.seed = _check_int("seed", self.seed, 0)
+        self.perturbation = _check_perturbation(self.perturbation)
+        self.start = _check_int("start", self.start, 0)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return agrawal_schema()
+
+    @property
+    def description(self) -> str:
+        return f"Agrawal F{self.function} rows {self.start:,} to {self.start + self.n_rows - 1:,} (seed {self.seed})"
+
+    def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        for batch in _iter_batches(self.n_rows, self.function, self.seed, self.perturbation, batch_size, self.start):
+            yield batch.select(list(columns))
 
 
 def write_agrawal_parquet(path, n_rows, function=1, n_files=10, seed=0, perturbation=0.05,

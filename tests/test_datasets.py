@@ -9,6 +9,7 @@ import pytest
 
 from rainforest.datasets import (
     AGRAWAL_COLUMNS,
+    AgrawalSource,
     agrawal_label,
     agrawal_schema,
     agrawal_table,
@@ -207,3 +208,28 @@ def test_bad_arguments_of_table():
         agrawal_table(10, perturbation=2)
     with pytest.raises(ValueError, match="batch_rows"):
         list(iter_agrawal_batches(10, batch_rows=0))
+
+
+@pytest.mark.parametrize("max_bins", [255, None])
+def test_generated_source_fits_the_files_tree(tmp_path, max_bins):
+    """AgrawalSource generates, at each pass, the rows the Parquet files hold (from row 1,000 on,
+    across generation blocks): the same tree, exact and binned, the same passes; a budget that
+    spills the encoded rows reads them from the spill, not by generating again."""
+    from rainforest import DecisionTreeClassifier
+
+    write_agrawal_parquet(tmp_path / "f", 230_000, function=7, n_files=3, seed=4, start=1_000)
+    source = AgrawalSource(230_000, function=7, seed=4, start=1_000)
+    params = dict(max_depth=6, max_bins=max_bins, memory_budget="4MB")
+    files = DecisionTreeClassifier(**params).fit(str(tmp_path / "f"), target="class")
+    generated = DecisionTreeClassifier(**params).fit(source, target="class")
+    assert generated.tree_.to_json() == files.tree_.to_json()
+    assert generated.n_passes_ == files.n_passes_ == 2 == source.n_passes
+    assert generated.grow_stats_.spill_bytes > 0  # the 4 MB budget spilled: later levels read the spill
+    assert "Agrawal F7 rows 1,000 to 230,999 (seed 4)" == source.description
+
+
+def test_generated_source_bad_arguments():
+    for kwargs, culprit in ((dict(n_rows=0), "n_rows"), (dict(n_rows=5, function=0), "function"),
+                            (dict(n_rows=5, perturbation=2), "perturbation"), (dict(n_rows=5, start=-1), "start")):
+        with pytest.raises(ValueError, match=culprit):
+            AgrawalSource(**kwargs)
