@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from .count_bins import CountedSlots, counted_slot, counted_slots
-from .counting import add_row
+from .counting import add_row, narrowed_counts, widened_counts
 from .row_encoding import encode_rows, slots_of
 from .rows import KeptRows, RowBlock, advance_kept, descend
 from .schema import CATEGORICAL, Schema
@@ -139,9 +139,19 @@ def avc_group(schema: Schema, block: np.ndarray) -> AvcGroup:
 
 @dataclass
 class AvcState:
-    """What a pass returns: the AVC-groups."""
+    """What a pass returns: the AVC-groups.  Pickled (a Dask worker's state on its way to the merge),
+    whole-number counts travel as the narrowest unsigned integers (:func:`narrowed_counts`)."""
 
     counts: np.ndarray
+
+    def __getstate__(self) -> dict:
+        return {"counts": narrowed_counts(self.counts)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.counts = widened_counts(state["counts"])
+
+    def __deepcopy__(self, memo) -> "AvcState":
+        return AvcState(self.counts.copy())
 
 
 @dataclass

@@ -49,3 +49,23 @@ def add_row(cells, cell, c, weight, count_rows, rows_channel):
 def _add_row(cells, cell, c, weight, count_rows, rows_channel):
     """:func:`add_row` in kernels, chosen by the type of ``c``: a class code, or a regressor's target."""
     return _add_target if isinstance(c, types.Float) else _add_to_class
+
+
+def narrowed_counts(counts: np.ndarray) -> np.ndarray:
+    """``counts`` (float64) in the narrowest unsigned integer type that holds each of them exactly, when
+    they are all whole numbers (unit weights: a classifier's counts), else ``counts`` itself (fractional
+    weights, a regressor's sums).  An AVC-group crossing the network travels so: a half to an eighth of
+    its bytes, and :func:`widened_counts` gives the float64 counts back bit for bit."""
+    if counts.dtype != np.float64 or counts.size == 0:
+        return counts
+    low, high = counts.min(), counts.max()
+    if not low >= 0 or not high < 2.0 ** 32:  # negative, too large, or NaN
+        return counts
+    kind = np.uint8 if high < 2 ** 8 else np.uint16 if high < 2 ** 16 else np.uint32
+    narrow = counts.astype(kind)
+    return narrow if np.array_equal(narrow, counts) else counts
+
+
+def widened_counts(counts: np.ndarray) -> np.ndarray:
+    """The float64 counts :func:`narrowed_counts` was given."""
+    return counts if counts.dtype == np.float64 else counts.astype(np.float64)

@@ -61,6 +61,7 @@ class ProfileTask:
     def new_state(self) -> Profile:
         p = Profile(columns={c: ColumnProfile(k) for c, k in self.kinds.items()})
         p.sample = np.empty((0, len(self.numeric)), order="F")
+        p.sample_columns = self.numeric
         return p
 
     def update(self, p: Profile, batch: pa.RecordBatch, first_row: int) -> Profile:
