@@ -32,6 +32,7 @@ from typing import Iterator
 
 import numpy as np
 
+from rainforest.storage.base import runs_up_to
 from rainforest.storage.scratch import scratch_folder, swap_in
 from .meter import log
 from .rows import RowBlock, column_dtypes, label_dtype
@@ -212,12 +213,8 @@ class Spill:
             nodes = files.enter_context(open(node_file, "rb", buffering=0))
             routed = files.enter_context(open(node_file + ".next", "wb")) if update_nodes else None
             try:
-                r = 0
-                while r < len(sizes):
-                    k, n = r, 0
-                    while k < len(sizes) and (n == 0 or n + sizes[k] <= batch_size):
-                        n += sizes[k]
-                        k += 1
+                for r, k in runs_up_to(sizes, batch_size):
+                    n = sum(sizes[r:k])
                     block = RowBlock(np.empty((n, self.n_attributes), slot_type, order="F"), np.empty(n, class_type),
                                      np.empty(n if weighted else 0, "<f8"), np.empty(n, "<i4"))
                     if held == block.node.dtype:
@@ -252,7 +249,6 @@ class Spill:
                     yield block
                     if routed is not None:
                         routed.write(block.node.data if back == block.node.dtype else block.node.astype(back).data)
-                    r = k
             except BaseException:
                 if routed is not None:
                     routed.close()

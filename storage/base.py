@@ -142,12 +142,35 @@ class Source:
         return _prefetched(groups) if self.reads_ahead else chain.from_iterable(groups)
 
 
+def runs_up_to(sizes: Sequence[int], limit: int) -> list[tuple[int, int]]:
+    """Consecutive items ``r:k`` of ``sizes`` taken together, up to ``limit`` in all (an item larger
+    alone): the Parquet row groups read at once, the spill's records read as one block."""
+    runs, r = [], 0
+    while r < len(sizes):
+        k, n = r, 0
+        while k < len(sizes) and (n == 0 or n + sizes[k] <= limit):
+            n += sizes[k]
+            k += 1
+        runs.append((r, k))
+        r = k
+    return runs
+
+
 def check_partition_rows(first_row: int, rows: int, n_rows: int) -> None:
     """A partition folded on a cluster must hold the rows counted before the pass: the row
     identities of every later partition depend on it."""
     if rows != n_rows:
         raise SourceError(f"a partition starting at row {first_row} has {rows} rows, but "
                           f"{n_rows} were counted before the pass: the data changed under the source")
+
+
+def fold_partition_batches(task: PassTask, batches, first_row: int, n_rows: int,
+                           progress: Callable[[int], None] | None = None, state: Any = None) -> Any:
+    """:func:`fold_batches` over one partition's ``batches``, which must hold the ``n_rows`` rows counted
+    before the pass (:func:`check_partition_rows`); returns the state."""
+    state, rows = fold_batches(task, batches, first_row, progress, state)
+    check_partition_rows(first_row, rows, n_rows)
+    return state
 
 
 def travelling(task: PassTask, state: Any) -> Any:

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from .base import PassTask, Source, SourceError, check_partition_rows, fold_batches, travelling
+from .base import PassTask, Source, SourceError, fold_partition_batches, travelling
 from .dask_client import CONNECT_TIMEOUT, WORKER_TIMEOUT, connect, wait_for_workers, wait_while_workers
 from .dask_frame import (FrameFromTask, FrameReader, LazyPart, frame_schema, is_dask_collection,
                          is_dask_dataframe, known_lengths)
@@ -406,9 +406,8 @@ class DaskSource(Source):
 # -- what runs on the workers ---------------------------------------------------------
 def _fold_partition(task, reader, part, columns, batch_size, first_row, n_rows, progress):
     """Fold one partition's batches into a new state; ``first_row`` is its first row's global index."""
-    state, rows = fold_batches(task, reader(part, columns, batch_size), first_row, progress)
-    check_partition_rows(first_row, rows, n_rows)
-    return travelling(task, state)
+    return travelling(task, fold_partition_batches(task, reader(part, columns, batch_size), first_row, n_rows,
+                                                   progress))
 
 
 def merged_pairwise(states: list, merge, uid: str):
@@ -430,8 +429,7 @@ def _fold_partitions(task, reader, parts, columns, batch_size):
     sort per partition: a worker's profiling pass took half as long again."""
     state = None
     for part, first_row, n_rows in parts:
-        state, rows = fold_batches(task, reader(part, columns, batch_size), first_row, None, state)
-        check_partition_rows(first_row, rows, n_rows)
+        state = fold_partition_batches(task, reader(part, columns, batch_size), first_row, n_rows, None, state)
     return travelling(task, state)
 
 

@@ -34,7 +34,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 
-from .base import check_partition_rows, fold_batches
+from .base import check_partition_rows, fold_partition_batches
 from .holdings import Holdings
 from .scratch import swap_in
 
@@ -171,8 +171,7 @@ def _fold_raw(task, reader, part, columns, batch_size, first_row, n_rows, index,
     from the source, keeping them where it can."""
     holds = getattr(reader, "holds", None)
     from_source = holds is None or not holds(part, columns, batch_size)
-    state, rows = fold_batches(task, reader(part, columns, batch_size), first_row, progress, state)
-    check_partition_rows(first_row, rows, n_rows)
+    state = fold_partition_batches(task, reader(part, columns, batch_size), first_row, n_rows, progress, state)
     kept_here = holds is not None and holds(part, columns, batch_size)
     return StoredFold(state, {index: _here() if kept_here else None}, int(from_source))
 
