@@ -182,10 +182,13 @@ def _run(name, train, test, args) -> dict:
 _ok = harness.finished  # a row that ran to the end, with its seconds
 
 
+def _finished(rows, name, r):
+    """The finished row of contender ``name`` with ``r``'s algorithm, or None."""
+    return next((x for x in rows if x["name"] == name and x.get("algorithm") == r.get("algorithm") and _ok(x)), None)
+
+
 def _base(rows, r):
-    b = next((x for x in rows if x["name"] == "parquet" and x.get("algorithm") == r.get("algorithm") and _ok(x)),
-             None)
-    return b
+    return _finished(rows, "parquet", r)
 
 
 def _ratio(rows, r):
@@ -195,8 +198,7 @@ def _ratio(rows, r):
 
 def _speedup(rows, r):
     """The 1-worker cluster's fit time over this cluster's (same algorithm); None off a cluster."""
-    one = next((x for x in rows if x["name"] == "dask-1" and x.get("algorithm") == r.get("algorithm") and _ok(x)),
-               None)
+    one = _finished(rows, "dask-1", r)
     return one["seconds"] / r["seconds"] if one and _ok(r) and r.get("workers") else None
 
 
