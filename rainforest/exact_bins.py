@@ -160,10 +160,13 @@ class Refined:
 
 
 def refine(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | None, offsets: np.ndarray,
-           kinds: np.ndarray, candidates: np.ndarray, values: ValueCounts) -> Refined:
+           kinds: np.ndarray, candidates: np.ndarray, values: ValueCounts, known: ValueCounts | None = None) -> Refined:
     """The refined AVC-groups of ``k`` nodes (see :class:`Refined`) from their binned groups ``avc``
     (``(k, n_slots, n_channels)``), bin ranges ``vmin`` / ``vmax`` (None: unknown, NaN in ``low`` and
-    ``high``), ``candidates`` (from :func:`candidate_mask`) and the cells of the candidate bins' values."""
+    ``high``), ``candidates`` (from :func:`candidate_mask`) and the cells of the candidate bins' values.
+    ``known`` (node, slot, value; its counts unused) gives the one value of bins left whole that hold
+    one value (:func:`rainforest.exact_search.settled_bins`): their slot is the slot that value's cell
+    would be, so a threshold beside them is known without their rows."""
     k, n_slots, n_channels = avc.shape
     g_node, g_slot = values.node, values.slot
     n_values = np.zeros((k, n_slots), np.int64)
@@ -202,6 +205,10 @@ def refine(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | None, of
     low[target] = high[target] = values.value
     origin[target] = own[g_slot]
     block[target] = values.counts
+    if known is not None and len(known):
+        if candidates[known.node, known.slot].any():
+            raise ValueError("a bin of known value is also a candidate")
+        low[at[known.node, known.slot]] = high[at[known.node, known.slot]] = known.value
     return Refined(block, node_start, node_offsets, low, high, origin)
 
 

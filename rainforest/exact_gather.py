@@ -349,7 +349,8 @@ REFINED_SLOTS = 1 << 20  # nodes are refined and searched in chunks of about thi
 
 
 def exact_splits(avc, candidates, values: ValueCounts, offsets, kinds, binned, n_classes, weighted, criterion,
-                 params, min_weight_leaf, lead, floor: np.ndarray | None = None) -> list:
+                 params, min_weight_leaf, lead, floor: np.ndarray | None = None,
+                 known: ValueCounts | None = None) -> list:
     """The best split of each node over its binned AVC-group refined with the candidate bins' values
     (:func:`rainforest.exact_bins.refined_splits`): per node ``None`` (no valid split) or ``(score,
     attribute, left_slot, right_slot, inf_threshold, n_branches, branches, block)``: the attribute's
@@ -359,20 +360,29 @@ def exact_splits(avc, candidates, values: ValueCounts, offsets, kinds, binned, n
 
     With ``floor`` (per node), a node whose best split scores below it gets ``None`` too: a search over
     some of a node's attributes (:mod:`rainforest.forest_exact`), whose best cannot win if it does not
-    reach the best boundary split of all of them, and whose boundary's values may not be gathered."""
+    reach the best boundary split of all of them, and whose boundary's values may not be gathered.
+
+    ``known`` (sorted by node): bins left whole whose one value is known (:func:`rainforest.exact_bins.refine`)."""
     k, n_slots = candidates.shape
     per_node = n_slots + np.bincount(values.node, minlength=k)
     ends = np.searchsorted(values.node, np.arange(k + 1))  # each node's first value cell
+    known_ends = np.searchsorted(known.node, np.arange(k + 1)) if known is not None else None
     out, first = [], 0
     while first < k:
         last = first + max(1, int(np.searchsorted(np.cumsum(per_node[first:]), REFINED_SLOTS, side="right")))
-        v = slice(ends[first], ends[last])
-        part = ValueCounts(values.node[v] - first, values.slot[v], values.value[v], values.counts[v])
+        part = _node_range(values, ends, first, last)
         out += _chunk_splits(avc[first:last], candidates[first:last], part, offsets, kinds, binned, n_classes,
                              weighted, criterion, params, min_weight_leaf, lead,
-                             None if floor is None else floor[first:last])
+                             None if floor is None else floor[first:last],
+                             None if known is None else _node_range(known, known_ends, first, last))
         first = last
     return out
+
+
+def _node_range(values: ValueCounts, ends: np.ndarray, first: int, last: int) -> ValueCounts:
+    """The cells of nodes ``first .. last - 1`` (``ends``: each node's first cell), numbered from 0."""
+    v = slice(ends[first], ends[last])
+    return ValueCounts(values.node[v] - first, values.slot[v], values.value[v], values.counts[v])
 
 
 def better_split(new, old, missing_rows) -> bool:
@@ -400,8 +410,8 @@ def scan_position(split, missing_rows: bool) -> tuple:
 
 
 def _chunk_splits(avc, candidates, values, offsets, kinds, binned, n_classes, weighted, criterion, params,
-                  min_weight_leaf, lead, floor) -> list:
-    refined = refine(avc, None, None, offsets, kinds, candidates, values)
+                  min_weight_leaf, lead, floor, known) -> list:
+    refined = refine(avc, None, None, offsets, kinds, candidates, values, known)
     splits = refined_splits(refined, kinds, n_classes, weighted, criterion, params.multiway,
                             float(params.min_samples_leaf), min_weight_leaf, params.max_exhaustive, lead)
     out = []

@@ -138,12 +138,14 @@ def gather_groups(cost: np.ndarray, values: np.ndarray, positions: np.ndarray, r
 @dataclass
 class OneValueBins:
     """Per tree node, the counted slots (numbered over all attributes, ``offsets``) whose rows at the
-    node all hold one value: seen so when a gathering summed the node's candidate bins, or inherited
-    from its parent (a child's rows in a bin are some of its parent's).  Only plans reads; the
-    gathering finds one-valued cells itself."""
+    node all hold one value, and that value (a rank or a value key): seen so when a gathering summed
+    the node's candidate bins, or inherited from its parent (a child's rows in a bin are some of its
+    parent's, so they hold that value or none).  Where counts are whole numbers such a bin is
+    *settled* (:func:`settled_bins`): its one value's cell is the bin's own counts, so no read
+    gathers its rows again; otherwise it only plans reads (the gathering sums it as rows stream by)."""
 
     offsets: np.ndarray
-    slots: dict = field(default_factory=dict)  # tree node -> sorted global counted slots
+    slots: dict = field(default_factory=dict)  # tree node -> (sorted global counted slots, their values)
 
     def mask(self, chunk: list, attrs: np.ndarray, group_offsets: np.ndarray) -> np.ndarray:
         """``(len(chunk), n_slots)`` flags over the AVC-group of ``attrs`` (at ``group_offsets``)."""
@@ -151,9 +153,15 @@ class OneValueBins:
         global_of = self._global_slots(attrs, group_offsets)
         for k, node in enumerate(chunk):
             known = self.slots.get(node)
-            if known is not None and len(known):
-                out[k] = np.isin(global_of, known)
+            if known is not None and len(known[0]):
+                out[k] = np.isin(global_of, known[0])
         return out
+
+    def values_of(self, node: int, slots: np.ndarray, attrs: np.ndarray, group_offsets: np.ndarray) -> np.ndarray:
+        """The one value of each of ``slots`` (of the AVC-group of ``attrs``) at ``node``, all known there."""
+        known, values = self.slots[node]
+        at = np.searchsorted(known, self._global_slots(attrs, group_offsets)[slots])
+        return values[at]
 
     def note(self, nodes: list, values: ValueCounts, attrs: np.ndarray, group_offsets: np.ndarray) -> None:
         """Add the cells of ``values`` (node ``i`` is ``nodes[i]``) that hold one value."""
@@ -167,8 +175,13 @@ class OneValueBins:
         global_of = self._global_slots(attrs, group_offsets)
         for i in np.unique(values.node[single]):
             node = nodes[int(i)]
-            seen = global_of[values.slot[single[values.node[single] == i]]]
-            self.slots[node] = np.union1d(self.slots.get(node, seen[:0]), seen)
+            mine = single[values.node[single] == i]
+            seen, value = global_of[values.slot[mine]], values.value[mine]
+            if node in self.slots:  # a slot noted twice holds the same one value
+                known, known_value = self.slots[node]
+                seen, value = np.concatenate([known, seen]), np.concatenate([known_value, value.astype(known_value.dtype)])
+            slot_set, first_at = np.unique(seen, return_index=True)
+            self.slots[node] = (slot_set, value[first_at])
 
     def inherit(self, parent: int, children: list) -> None:
         """The children of a split start from what their parent's bins were known to hold."""
@@ -187,6 +200,25 @@ class OneValueBins:
         return self.offsets[np.asarray(attrs)[j]] + slot - group_offsets[j]
 
 
+def settled_bins(candidates: np.ndarray, one_value: np.ndarray, weighted: bool) -> np.ndarray:
+    """The candidate bins taken from their counts, never read (:func:`settled_values`): those known
+    to hold one value at their node (:class:`OneValueBins`), where counts are whole numbers (no
+    weights of any kind): fractional sums could differ in their last bits from the gathered ones."""
+    return candidates & one_value if not weighted else np.zeros_like(candidates)
+
+
+def settled_values(settled: np.ndarray, value_of) -> ValueCounts:
+    """The cells of ``settled`` bins (flags over some nodes and slots, :func:`settled_bins`), sorted by
+    node and slot, each with its one value (``value_of(k, slots)``): what
+    :func:`rainforest.exact_bins.refine` takes as ``known``, without counts (a whole bin keeps its
+    own, which are its one value's where counts are whole numbers)."""
+    node, slot = np.nonzero(settled)
+    value = np.zeros(len(node), np.int64)
+    for k in np.unique(node):
+        value[node == k] = value_of(int(k), slot[node == k])
+    return ValueCounts(node, slot, value, np.zeros((len(node), 0)))
+
+
 def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray, lead: int, best: dict) -> None:
     """The exact splits of ``chunk``'s nodes over ``attrs`` (``growth``: the tree's
     growth state of :mod:`rainforest.grow`; ``level``: the level being grown), some counted in bins: the
@@ -199,10 +231,12 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
     kinds, binned = g.schema.kinds[attrs], g.binned[attrs]
     candidates, targets = candidate_bins_of(avc, group_offsets, kinds, binned, g.n_classes, g.weighted, g.crit,
                                             g.params, g.min_weight_leaf, lead)
-    cells, cell_cost, cell_values, dense = gathering_plan(avc, candidates,
+    one_value = g.one_value.mask(chunk, attrs, group_offsets)
+    settled = settled_bins(candidates, one_value, g.weighted)
+    g.stats.settled_cells += int(settled.sum())
+    cells, cell_cost, cell_values, dense = gathering_plan(avc, candidates & ~settled,
                                                           slot_spans(g.counted, attrs, group_offsets)[1], g.n_classes,
-                                                          g.weighted, g.picked_bytes,
-                                                          g.one_value.mask(chunk, attrs, group_offsets))
+                                                          g.weighted, g.picked_bytes, one_value)
     n_slots, ch = avc.shape[1], avc.shape[2]
     node_of = cells // n_slots
     cost = np.bincount(node_of, cell_cost, len(chunk)).astype(np.int64)  # whole numbers, exact in float64
@@ -241,17 +275,21 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
         # several reads' worth read once, each group's rows to scratch files (gather_scratch), where this
         # process reads the rows itself, the dense cells of them all fit the room together, and the disk
         # holds the picked rows (their picking's bytes, an upper bound on what the files take)
+        reads = [(idx, cand & ~settled[idx]) for idx, cand, _ in entries]  # what each entry gathers
         one_read = len(entries) > 1 and g.supply.store is None and dense_bytes <= room and (
             from_memory or g.supply.spilled([chunk[k] for k in here])) and not disk_shortfall(g.params.spill_dir,
-                                                                                             picking)
+                                                                                             picking) and \
+            any(flags.any() for _, flags in reads)
 
         def search(i, value_counts):
             """Entry ``i``'s splits, from its gathered values (held by no caller meanwhile)."""
             idx, cand, floor = entries[i]
             g.one_value.note([chunk[k] for k in idx], value_counts, attrs, group_offsets)
+            known = settled_values(cand & settled[idx], lambda k, slots:
+                                   g.one_value.values_of(chunk[idx[k]], slots, attrs, group_offsets))
             run = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx  # a view when it can
-            splits = exact_splits(avc[run], cand, value_counts, group_offsets, kinds, binned, g.n_classes,
-                                  g.weighted, g.crit, g.params, g.min_weight_leaf, lead, floor)
+            splits = exact_splits(avc[run], cand & ~settled[idx], value_counts, group_offsets, kinds, binned,
+                                  g.n_classes, g.weighted, g.crit, g.params, g.min_weight_leaf, lead, floor, known)
             if floor is None:
                 for k, split in zip(idx, splits):
                     found[k] = split
@@ -261,7 +299,7 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
                 if better_split(splits[0], found[k], missing_rows):
                     found[k] = splits[0]
 
-        search_entries(g, make_task, entries, candidates.shape, dense, chunk, from_memory, level, one_read, search)
+        search_entries(g, make_task, reads, candidates.shape, dense, chunk, from_memory, level, one_read, search)
     for k, node in enumerate(chunk):
         if found[k] is not None:
             score, j, ls, rs, inf, nb, br, block = found[k]
@@ -270,8 +308,8 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
 
 def search_entries(g, make_task, entries: list, shape: tuple, dense: np.ndarray, chunk: list, from_memory: bool,
                    level, one_read: bool, search) -> None:
-    """``search(i, values)`` for each of ``entries`` (``(idx, candidates, floor)``: chunk positions and
-    their rows of candidate flags, of the chunk's ``shape`` of them) with its gathered values: by one
+    """``search(i, values)`` for each of ``entries`` (``(idx, candidates)``: chunk positions and their
+    rows of flags over the bins to gather, of the chunk's ``shape`` of them) with its gathered values: by one
     read of the level's rows for them all (:func:`rainforest.gather_scratch.gather_scattered`), or by
     a read each (:func:`rainforest.exact_gather.gather_values`), wherever the level read its rows.
     One entry's values at a time: none is held while the next is gathered."""
@@ -284,11 +322,10 @@ def search_entries(g, make_task, entries: list, shape: tuple, dense: np.ndarray,
 
     if one_read:
         g.stats.candidate_reads += 1
-        g.stats.gathering_bytes += gather_scattered(g.supply, make_task, [(idx, cand) for idx, cand, _ in entries],
-                                                    shape, dense, chunk, from_memory, level.number, n_tree_nodes,
-                                                    g.params.spill_dir, counted)
+        g.stats.gathering_bytes += gather_scattered(g.supply, make_task, entries, shape, dense, chunk, from_memory,
+                                                    level.number, n_tree_nodes, g.params.spill_dir, counted)
         return
-    for i, (idx, rows, _) in enumerate(entries):
+    for i, (idx, rows) in enumerate(entries):
         cand = np.zeros(shape, np.bool_)  # the chunk's flags, this entry's rows set: one entry's at a time
         cand[idx] = rows
         values, reads, from_data, picked = gather_values(g.supply, make_task, cand, dense, chunk, idx, from_memory,

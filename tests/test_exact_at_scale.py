@@ -205,30 +205,38 @@ def _heavy_value_table(n=40_000, seed=5) -> pa.Table:
 def test_a_heavy_value_is_summed_as_rows_stream_by_not_picked(monkeypatch):
     """A candidate bin holding one value at its node (a heavy value's own bin) is summed while the
     gathering reads (rainforest/gather_kernels.py): its rows are never picked to be sorted, so the rows
-    picked stay below the heavy value's rows, where the candidate bins hold several times them; and
-    once a node's bin is seen to hold one value, its descendants' gatherings are planned without its
-    rows (exact_search.OneValueBins).  The tree is the one of a slot per value."""
+    picked stay below the heavy value's rows.  Once a node's bin is seen to hold one value, its
+    descendants take that bin's cell from their counts and no read gathers it again
+    (exact_search.OneValueBins, settled_values): the candidate bins read at later levels hold a
+    fraction of the rows they hold when settling is disabled.  The tree is the one of a slot per
+    value, settled or not."""
     table = _heavy_value_table()
     n_heavy = int(np.sum(table.column("x").to_numpy() == 0))
-    in_candidates, known_single = [], []
     plan = exact_search.gathering_plan
 
-    def spy(avc, candidates, spans, n_classes, weighted, row_bytes, one_value=None):
-        rows = avc[..., :n_classes].sum(axis=-1)
-        in_candidates.append(int((rows * candidates).sum()))
-        known_single.append(int((rows * (candidates & one_value)).sum()) if one_value is not None else 0)
-        return plan(avc, candidates, spans, n_classes, weighted, row_bytes, one_value)
+    def fit(gathered):
+        def spy(avc, candidates, spans, n_classes, weighted, row_bytes, one_value=None):
+            gathered.append(int((avc[..., :n_classes].sum(axis=-1) * candidates).sum()))
+            return plan(avc, candidates, spans, n_classes, weighted, row_bytes, one_value)
+        with monkeypatch.context() as m:
+            m.setattr(exact_search, "gathering_plan", spy)
+            return DecisionTreeClassifier(max_bins=None, max_depth=6).fit(table, target="class")
 
-    monkeypatch.setattr(exact_search, "gathering_plan", spy)
-    got = DecisionTreeClassifier(max_bins=None, max_depth=6).fit(table, target="class")
+    read, read_unsettled = [], []
+    got = fit(read)
+    with monkeypatch.context() as m:
+        m.setattr(exact_search, "settled_bins", lambda candidates, one_value, weighted: np.zeros_like(candidates))
+        unsettled = fit(read_unsettled)
     with monkeypatch.context() as m:
         _one_slot_per_value(m)
         want = DecisionTreeClassifier(max_bins=None, max_depth=6).fit(table, target="class")
-    assert got.tree_.to_json() == want.tree_.to_json()
+    assert got.tree_.to_json() == want.tree_.to_json() == unsettled.tree_.to_json()
     stats = got.grow_stats_
-    assert sum(in_candidates) > 2 * n_heavy  # the heavy bin is a candidate at several levels
+    assert read[0] > n_heavy  # the root reads the heavy value's bin (not one-valued there: it holds others)
     assert 0 < stats.candidate_rows < n_heavy // 2
-    assert sum(known_single) > n_heavy  # later levels plan it as one value
+    assert stats.settled_cells > 0 and unsettled.grow_stats_.settled_cells == 0
+    assert sum(read_unsettled[3:]) > n_heavy // 2  # unsettled, deeper levels read its rows again
+    assert sum(read[3:]) < sum(read_unsettled[3:]) // 4
 
 
 def test_dense_cells_give_the_tree_of_picked_rows(monkeypatch):
