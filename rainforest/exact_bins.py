@@ -36,13 +36,14 @@ from .schema import NUMERIC
 from .split_bounds import candidate_bins, tolerance
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, parallel=True)
 def _mark(block, node_start, offsets, kinds, vmin, vmax, n_classes, has_count, criterion, lead, targets, adjacent,
           out):
     """:func:`rainforest.split_bounds.candidate_bins` of every (node, numeric attribute) pair: ``out``
-    (a flag per node and slot) marks the candidate bins; returns how many there are."""
+    (a flag per node and slot) marks the candidate bins; returns how many there are.  Nodes on threads:
+    each writes only its own row of ``out``, so the flags are a serial run's."""
     marked = 0
-    for k in range(node_start.shape[0] - 1):
+    for k in numba.prange(node_start.shape[0] - 1):
         block_k = block[node_start[k]:node_start[k + 1]]
         total, n_total, wn, parent_imp = node_totals(block_k, offsets, lead, n_classes, has_count, criterion)
         target = targets[k]
@@ -159,6 +160,38 @@ class Refined:
         return np.diff(self.node_offsets, axis=1).max(axis=1) if len(self.node_offsets) else np.zeros(0, np.int64)
 
 
+@numba.njit(cache=True, nogil=True)
+def _values_per_slot(node, slot, k, n_slots):
+    """How many value cells each (node, slot) has."""
+    out = np.zeros((k, n_slots), np.int64)
+    for t in range(node.shape[0]):
+        out[node[t], slot[t]] += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_refined(avc, candidates, value, counts, own, node_start, pos, unknown, block, low, high, origin):
+    """:func:`refine`'s groups in one sweep over the nodes' slots: a whole bin copied as one slot of
+    unknown values (``unknown``), a candidate bin's value cells (``value``, ``counts``: sorted by node,
+    slot and value, as the sweep meets them) each a slot."""
+    t = 0
+    for k in range(avc.shape[0]):
+        for s in range(avc.shape[1]):
+            at = node_start[k] + pos[k, s]
+            if candidates[k, s]:
+                for r in range(pos[k, s + 1] - pos[k, s]):
+                    block[at + r, :] = counts[t, :]
+                    low[at + r] = value[t]
+                    high[at + r] = value[t]
+                    origin[at + r] = own[s]
+                    t += 1
+            else:
+                block[at, :] = avc[k, s, :]
+                low[at] = unknown
+                high[at] = unknown
+                origin[at] = own[s]
+
+
 def refine(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | None, offsets: np.ndarray,
            kinds: np.ndarray, candidates: np.ndarray, values: ValueCounts, known: ValueCounts | None = None) -> Refined:
     """The refined AVC-groups of ``k`` nodes (see :class:`Refined`) from their binned groups ``avc``
@@ -168,9 +201,7 @@ def refine(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | None, of
     one value (:func:`rainforest.exact_search.settled_bins`): their slot is the slot that value's cell
     would be, so a threshold beside them is known without their rows."""
     k, n_slots, n_channels = avc.shape
-    g_node, g_slot = values.node, values.slot
-    n_values = np.zeros((k, n_slots), np.int64)
-    np.add.at(n_values, (g_node, g_slot), 1)
+    n_values = _values_per_slot(values.node, values.slot, k, n_slots)
     if np.any(n_values[~candidates]) or np.any(n_values[candidates] == 0):
         raise ValueError("gathered rows do not match the candidate bins")
     size = np.where(candidates, n_values, 1)
@@ -179,36 +210,27 @@ def refine(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | None, of
     node_offsets = pos[:, offsets]
     node_start = np.zeros(k + 1, np.int64)
     np.cumsum(pos[:, -1], out=node_start[1:])
-    at = node_start[:-1, None] + pos[:, :-1]  # the refined position of every binned slot
-    block = np.zeros((int(node_start[-1]), n_channels))
+    n_refined = int(node_start[-1])
+    block = np.empty((n_refined, n_channels))
     # values or slots: integer slots (ranks, value keys) stay integers, NO_SLOT where unknown
     integer = np.asarray(values.value).dtype.kind in "iu"
-    low = np.full(len(block), NO_SLOT if integer else np.nan, np.int64 if integer else np.float64)
-    high = low.copy()
-    origin = np.empty(len(block), np.int64)
-    whole = ~candidates
-    block[at[whole]] = avc[whole]
-    numeric = np.zeros(n_slots, np.bool_)
-    for a in np.flatnonzero(np.asarray(kinds) == NUMERIC):
-        numeric[offsets[a]:offsets[a + 1] - 1] = True
-    if vmin is not None and not integer:
-        bins = whole & numeric[None, :]
-        low[at[bins]], high[at[bins]] = vmin[bins], vmax[bins]
+    low = np.empty(n_refined, np.int64 if integer else np.float64)
+    high, origin = np.empty_like(low), np.empty(n_refined, np.int64)
     own = np.arange(n_slots) - offsets[np.searchsorted(offsets, np.arange(n_slots), side="right") - 1]
-    origin[at.ravel()] = np.tile(own, k)
-    # expanded slots: a bin's j-th distinct value goes j slots after the bin's first
-    group_new = np.ones(len(values), np.bool_)
-    group_new[1:] = (g_node[1:] != g_node[:-1]) | (g_slot[1:] != g_slot[:-1])
-    group_first = np.flatnonzero(group_new)
-    distinct_rank = np.arange(len(values)) - np.repeat(group_first, np.diff(np.append(group_first, len(values))))
-    target = at[g_node, g_slot] + distinct_rank  # each distinct value's refined slot
-    low[target] = high[target] = values.value
-    origin[target] = own[g_slot]
-    block[target] = values.counts
-    if known is not None and len(known):
-        if candidates[known.node, known.slot].any():
-            raise ValueError("a bin of known value is also a candidate")
-        low[at[known.node, known.slot]] = high[at[known.node, known.slot]] = known.value
+    _fill_refined(avc, candidates, values.value.astype(low.dtype, copy=False), values.counts, own, node_start, pos,
+                  low.dtype.type(NO_SLOT if integer else np.nan), block, low, high, origin)
+    if (vmin is not None and not integer) or (known is not None and len(known)):
+        at = node_start[:-1, None] + pos[:, :-1]  # the refined position of every binned slot
+        if vmin is not None and not integer:
+            numeric = np.zeros(n_slots, np.bool_)
+            for a in np.flatnonzero(np.asarray(kinds) == NUMERIC):
+                numeric[offsets[a]:offsets[a + 1] - 1] = True
+            bins = ~candidates & numeric[None, :]
+            low[at[bins]], high[at[bins]] = vmin[bins], vmax[bins]
+        if known is not None and len(known):
+            if candidates[known.node, known.slot].any():
+                raise ValueError("a bin of known value is also a candidate")
+            low[at[known.node, known.slot]] = high[at[known.node, known.slot]] = known.value
     return Refined(block, node_start, node_offsets, low, high, origin)
 
 

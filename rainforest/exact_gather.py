@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from .avc import AvcPass, group_rows
 from .exact_bins import NO_SLOT, ValueCounts, refine, refined_splits
-from .gather_kernels import dense_cells, pick_rows, picked_arrays, sum_cells, union_cells
+from .gather_kernels import any_split, dense_cells, pick_rows, picked_arrays, sum_cells, union_cells
 from .rows import RowBlock, descend
 from .rules import branch_summary
 from .schema import NUMERIC
@@ -201,8 +201,7 @@ class ValuePass:
         """The slot columns a spilled block of rows at ``node`` needs: the candidate attributes' where
         every row stands at a node the level's count routed it to (the spill's node files, written back
         by that count), else all (a row at a split node is routed by :meth:`count` first)."""
-        first_child = self.level.routing[1]
-        if len(node) and (first_child[node] >= 0).any():
+        if any_split(self.level.routing[1], node):
             return None
         return self.candidate_attributes
 

@@ -104,6 +104,16 @@ def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_co
                 seen_n[p] = noted - seen_at[p]
 
 
+@numba.njit(cache=True, nogil=True)
+def any_split(first_child, node) -> bool:
+    """Whether a row at ``node`` stands at a split node (``first_child`` set), stopping at the first
+    (a spilled block's rows are all at split nodes, or none: before or after the level's count)."""
+    for i in range(node.shape[0]):
+        if first_child[node[i]] >= 0:
+            return True
+    return False
+
+
 def dense_cells(dense: np.ndarray, dense_at: np.ndarray, first: np.ndarray, span: np.ndarray) -> tuple:
     """The ``(cell, slot)`` pairs of the dense cells' ranks that rows reached (any class counted: unit
     weights), in order, and their class counts: row ``r`` of ``dense`` is rank ``r - dense_at[g]``

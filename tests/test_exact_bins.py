@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rainforest.criteria import CRITERIA, best_splits, impurity, score_binary
-from rainforest.exact_bins import ValueCounts, boundary_targets, candidate_mask, refine, refined_splits
+from rainforest.exact_bins import NO_SLOT, ValueCounts, boundary_targets, candidate_mask, refine, refined_splits
 from rainforest.rules import branch_totals
 from rainforest.schema import CATEGORICAL, NUMERIC
 from rainforest.split_bounds import box_bound
@@ -233,3 +233,47 @@ def test_box_bound_bounds_every_split_inside():
                 Lx = L + x
                 s = score_binary(Lx, total - Lx, Lx.sum(), wn - Lx.sum(), wn, parent, crit)
                 assert s <= bound + 1e-9 * abs(bound) + 1e-12
+
+
+def test_candidate_marks_are_the_same_on_one_thread_and_on_all():
+    """The marking runs nodes on threads (exact_bins._mark): each writes only its own row of flags, so
+    many nodes' candidate bins are a serial run's."""
+    import numba
+    rng = np.random.default_rng(11)
+    k, m = 64, 40
+    offsets = np.array([0, m + 1, 2 * (m + 1)])
+    kinds = np.array([NUMERIC, NUMERIC])
+    avc = rng.integers(0, 6, size=(k, offsets[-1], 2)).astype(float)
+    targets = boundary_targets(avc, offsets, kinds, 2, False, CRITERIA["gini"], False, 1.0, 0.0, 12)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        serial = candidate_mask(avc, None, None, offsets, kinds, 2, False, CRITERIA["gini"], targets)
+    finally:
+        numba.set_num_threads(before)
+    threaded = candidate_mask(avc, None, None, offsets, kinds, 2, False, CRITERIA["gini"], targets)
+    assert 0 < serial.sum() < serial.size
+    np.testing.assert_array_equal(threaded, serial)
+
+
+def test_a_bin_of_known_value_is_the_slot_its_value_would_be():
+    """refine's ``known``: a bin left whole whose one value is known gives the refined group its
+    gathered cell would give (the bin's counts are its one value's), and a known bin that is also
+    a candidate is refused."""
+    avc = np.array([[[3.0, 1.0], [0.0, 2.0], [4.0, 0.0], [0.0, 0.0]]])  # one attribute: 3 bins, missing
+    offsets, kinds = np.array([0, 4]), np.array([NUMERIC])
+    cand = np.array([[True, True, False, False]])
+    gathered = ValueCounts(np.array([0, 0, 0]), np.array([0, 0, 1]), np.array([10, 12, 20]),
+                           np.array([[2.0, 1.0], [1.0, 0.0], [0.0, 2.0]]))
+    known = ValueCounts(np.array([0]), np.array([2]), np.array([31]), np.zeros((1, 0)))
+    as_known = refine(avc, None, None, offsets, kinds, cand, gathered, known)
+    all_cand = cand.copy()
+    all_cand[0, 2] = True
+    every_value = ValueCounts(np.array([0, 0, 0, 0]), np.array([0, 0, 1, 2]), np.array([10, 12, 20, 31]),
+                              np.array([[2.0, 1.0], [1.0, 0.0], [0.0, 2.0], [4.0, 0.0]]))
+    as_gathered = refine(avc, None, None, offsets, kinds, all_cand, every_value)
+    for field in ("block", "node_start", "node_offsets", "low", "high", "origin"):
+        np.testing.assert_array_equal(getattr(as_known, field), getattr(as_gathered, field))
+    assert list(as_known.low) == [10, 12, 20, 31, NO_SLOT]
+    with pytest.raises(ValueError, match="known value"):
+        refine(avc, None, None, offsets, kinds, all_cand, every_value, known)

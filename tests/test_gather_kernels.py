@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rainforest.gather_kernels import dense_cells, union_cells
+from rainforest.gather_kernels import any_split, dense_cells, union_cells
 
 
 def _state(rng, n, n_cells, n_slots):
@@ -34,3 +34,12 @@ def test_dense_cells_are_the_reached_ranks_of_each_cell():
     cell, slot, counts = dense_cells(dense, dense_at, first, span)
     assert cell.tolist() == [0, 0, 2] and slot.tolist() == [11, 13, 51]
     assert counts[:, 0].tolist() == [2.0, 1.0, 4.0]
+
+
+def test_any_split_finds_a_row_at_a_split_node():
+    """A spilled block needs every column when any row stands at a split node (exact_gather.columns_for)."""
+    first_child = np.array([1, -1, -1, 4, -1, -1])
+    assert not any_split(first_child, np.array([1, 2, 4, 5, 2], np.uint16))
+    assert any_split(first_child, np.array([1, 2, 4, 5, 3], np.uint16))
+    assert any_split(first_child, np.array([0], np.int32))
+    assert not any_split(first_child, np.zeros(0, np.uint16))
