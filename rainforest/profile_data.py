@@ -115,11 +115,14 @@ class Profile:
             self.sample[:, j] = decoded_column(column)
 
     def _known_values(self, j: int) -> np.ndarray | None:
-        """The distinct values column ``j`` of the sample was seen to hold (None: too many to keep)."""
+        """The distinct values column ``j`` of the sample was seen to hold (None: too many to keep, or
+        more than a coded column holds).  Exact mode's pending parts repeat values: they are merged
+        first (:meth:`ColumnProfile.distinct_values`, bounded by its own merge rule), where their
+        concatenation would pass :data:`CODED_VALUES` and leave a column of few values uncoded."""
         cp = self.columns.get(self.sample_columns[j]) if j < len(self.sample_columns) else None
-        if cp is None or cp.distinct is None:
+        if cp is None or cp.distinct is None or len(cp.distinct) > CODED_VALUES:
             return None
-        return np.concatenate([cp.distinct] + cp.pending) if cp.pending else cp.distinct
+        return cp.distinct_values()
 
 
 CODED_VALUES = 256  # a coded sample column's distinct values at most (one-byte codes)

@@ -3,6 +3,7 @@ import copy
 import pickle
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from rainforest.avc import AvcState
@@ -83,3 +84,26 @@ def test_a_sample_column_whose_bits_its_known_values_miss_travels_as_it_is():
     assert codes.dtype == np.uint8 and decoded_column((values, codes)).tobytes() == column.tobytes()
     assert coded_column(np.arange(300.0), np.arange(300.0)) is not None  # too many values: as it is
     assert isinstance(coded_column(np.arange(300.0), np.arange(300.0)), np.ndarray)
+
+
+def test_an_exact_profile_codes_a_few_valued_column_whose_pending_parts_repeat_values():
+    """Exact mode keeps each batch's distinct values as pending parts until they are merged; parts
+    repeating the same 200 values (800 entries together) still code the column: it holds 200."""
+    from rainforest.profile import ProfileTask
+    from rainforest.schema import NUMERIC
+
+    rng = np.random.default_rng(3)
+    n = 40_000
+    table = pa.table({"x": rng.integers(0, 200, n).astype(np.float64), "z": rng.random(n),
+                      "class": rng.integers(0, 2, n)})
+    task = ProfileTask({"x": NUMERIC, "z": NUMERIC}, "class", None, "a table", True, 255, key_cap=1 << 20)
+    state = task.new_state()
+    for i, batch in enumerate(table.to_batches(10_000)):
+        state = task.update(state, batch, i * 10_000)
+    profile = task.shrink(state)
+    x = profile.columns["x"]
+    assert sum(len(part) for part in x.pending) + len(x.distinct) > 256  # repeats across the parts
+    sample = profile.held_sample().copy()
+    coded = [isinstance(c, tuple) for c in profile.__getstate__()["sample"]]
+    assert coded == [name == "x" for name in profile.sample_columns]
+    assert pickle.loads(pickle.dumps(profile)).held_sample().tobytes() == sample.tobytes()
