@@ -179,7 +179,8 @@ class OneValueBins:
             seen, value = global_of[values.slot[mine]], values.value[mine]
             if node in self.slots:  # a slot noted twice holds the same one value
                 known, known_value = self.slots[node]
-                seen, value = np.concatenate([known, seen]), np.concatenate([known_value, value.astype(known_value.dtype)])
+                seen = np.concatenate([known, seen])
+                value = np.concatenate([known_value, value.astype(known_value.dtype)])
             slot_set, first_at = np.unique(seen, return_index=True)
             self.slots[node] = (slot_set, value[first_at])
 
