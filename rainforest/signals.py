@@ -11,13 +11,22 @@ never asked to stop. While the handlers are set, ``sys.unraisablehook`` takes su
 :class:`Terminated` (unprinted), and :func:`raise_pending` raises it again at the next checkpoint:
 before a file is renamed into place, per spilled block, and when the block of
 :func:`termination_as_interrupt` ends.
+
+A signal that lands while Numba compiles or loads a kernel (its own Python code, or llvmlite's)
+is not raised there: an exception between two of llvmlite's steps can leave an LLVM object owned
+twice, freed twice later ("double free detected", the process killed by SIGABRT or SIGSEGV instead
+of cleaning up). It is noted and sent again :data:`RETRY_SECONDS` later, by then in code of ours,
+or raised by :func:`raise_pending` at the next checkpoint, whichever comes first.
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
+import os
 import signal
 import sys
 import threading
+import time
 
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -30,10 +39,37 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-_swallowed: list[int] = []  # signals whose Terminated a finaliser dropped
+_swallowed: list[int] = []  # signals whose Terminated a finaliser dropped, or that landed in the compiler
+RETRY_SECONDS = 0.05  # a signal that landed in the compiler is sent again this much later
+_COMPILER = tuple(f"{os.sep}{package}{os.sep}" for package in ("numba", "llvmlite"))
+
+
+def in_compiler(frame) -> bool:
+    """Whether ``frame`` or one of its callers runs Numba's or llvmlite's own Python code."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if any(part in name for part in _COMPILER):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _send_again(signum: int) -> None:
+    """Send ``signum`` again after :data:`RETRY_SECONDS`, unless a checkpoint raised it meanwhile."""
+    time.sleep(RETRY_SECONDS)
+    if signum in _swallowed:
+        os.kill(os.getpid(), signum)
 
 
 def _raise(signum, frame):
+    if in_compiler(frame):
+        if signum not in _swallowed:
+            _swallowed.append(signum)
+        # a bare thread: threading's own locks may be held by the code this handler interrupted
+        _thread.start_new_thread(_send_again, (signum,))
+        return
+    while signum in _swallowed:
+        _swallowed.remove(signum)
     raise Terminated(signum)
 
 
@@ -98,4 +134,6 @@ def termination_as_interrupt(only_default: bool = False):
             signal.signal(s, handler)
         if saved:
             sys.unraisablehook = previous_hook
+            if sys.exc_info()[1] is not None:  # that exception ends the run: a noted signal goes with it
+                _swallowed.clear()
     raise_pending()

@@ -372,3 +372,50 @@ def test_a_swallowed_signal_ends_a_spilling_fit_at_its_next_block(tmp_path):
     finally:
         signal.signal(signal.SIGTERM, saved)
     assert len(calls) == 1 and list(spill_dir.iterdir()) == []
+
+
+_IN_NUMBA = os.path.join(os.sep, "somewhere", "numba", "core", "compiling.py")  # code that says it is Numba's
+_STEP = ("import signal, time\n"
+         "def step(signum, seconds):\n"
+         "    signal.raise_signal(signum)\n"
+         "    t = time.monotonic()\n"
+         "    while time.monotonic() - t < seconds:\n"
+         "        pass\n"
+         "    return 'done'\n")
+
+
+def test_a_signal_in_the_compiler_is_raised_once_the_compiler_is_done():
+    """A signal that lands in Numba's or llvmlite's Python code (an exception there can leave an LLVM
+    object owned twice: a double free, the process killed by SIGABRT instead of cleaning up) is
+    noted and raised again a moment later, in code of ours, not inside the compiler's step."""
+    from rainforest.signals import Terminated, in_compiler, termination_as_interrupt
+
+    ns = {}
+    exec(compile(_STEP, _IN_NUMBA, "exec"), ns)
+    assert not in_compiler(sys._getframe())  # this test's own code, and pytest's
+    finished = []
+    with pytest.raises(Terminated):
+        with termination_as_interrupt():
+            finished.append(ns["step"](signal.SIGTERM, 0.3))  # deferred, sent again, deferred again...
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+    assert finished == ["done"]
+
+
+def test_a_signal_noted_in_the_compiler_is_raised_at_a_checkpoint_and_not_sent_again():
+    """A checkpoint (raise_pending) raises a signal noted in the compiler before it is sent again, and
+    once raised it is not sent again: the process, its handlers back to the default, lives on."""
+    code = ("import signal, sys, time\n"
+            "from rainforest.signals import Terminated, raise_pending, termination_as_interrupt\n"
+            f"ns = {{}}\nexec(compile({_STEP!r}, {_IN_NUMBA!r}, 'exec'), ns)\n"
+            "try:\n"
+            "    with termination_as_interrupt():\n"
+            "        ns['step'](signal.SIGTERM, 0.0)\n"
+            "        raise_pending()\n"
+            "except Terminated:\n"
+            "    print('terminated')\n"
+            "time.sleep(0.5)\n"
+            "print('alive')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.split() == ["terminated", "alive"], (r.returncode, r.stderr[-2000:])
