@@ -374,7 +374,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with termination_as_interrupt():  # SIGTERM, SIGHUP: the cleanup Ctrl-C gets
+        with termination_as_interrupt():  # SIGTERM, SIGHUP: the cleanup Ctrl-C gets (none raised in the compiler)
             return args.func(args)
     except Terminated as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)

@@ -13,7 +13,8 @@ before a file is renamed into place, per spilled block, and when the block of
 :func:`termination_as_interrupt` ends.
 
 A signal that lands while Numba compiles or loads a kernel (its own Python code, or llvmlite's)
-is not raised there: an exception between two of llvmlite's steps can leave an LLVM object owned
+is not raised there (Ctrl-C's SIGINT included, whose KeyboardInterrupt the block raises as
+Python's own handler does): an exception between two of llvmlite's steps can leave an LLVM object owned
 twice, freed twice later ("double free detected", the process killed by SIGABRT or SIGSEGV instead
 of cleaning up). It is noted and sent again :data:`RETRY_SECONDS` later, by then in code of ours,
 or raised by :func:`raise_pending` at the next checkpoint, whichever comes first.
@@ -61,6 +62,11 @@ def _send_again(signum: int) -> None:
         os.kill(os.getpid(), signum)
 
 
+def _interrupt(signum: int) -> KeyboardInterrupt:
+    """What ``signum`` raises: Ctrl-C's plain KeyboardInterrupt, or :class:`Terminated`."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+
 def _raise(signum, frame):
     if in_compiler(frame):
         if signum not in _swallowed:
@@ -70,7 +76,7 @@ def _raise(signum, frame):
         return
     while signum in _swallowed:
         _swallowed.remove(signum)
-    raise Terminated(signum)
+    raise _interrupt(signum)
 
 
 def _noting_swallowed(previous):
@@ -86,7 +92,8 @@ def _noting_swallowed(previous):
 
 
 def raise_pending() -> None:
-    """Raise :class:`Terminated` for a signal whose exception a finaliser dropped.
+    """Raise :class:`Terminated` for a signal whose exception a finaliser dropped, or that landed in
+    the compiler (KeyboardInterrupt for SIGINT).
 
     While an exception is already on its way out (a ``finally`` block during it), that exception
     ends the run instead, and the dropped signal is forgotten.
@@ -96,19 +103,20 @@ def raise_pending() -> None:
     signum = _swallowed[0]
     _swallowed.clear()
     if sys.exc_info()[1] is None:
-        raise Terminated(signum)
+        raise _interrupt(signum)
 
 
 @contextlib.contextmanager
 def termination_as_interrupt(only_default: bool = False):
-    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated`; the former handlers are
-    restored afterwards.
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` and SIGINT KeyboardInterrupt,
+    none of them inside the compiler (see the module); the former handlers are restored afterwards.
 
     Parameters
     ----------
     only_default : bool, default=False
-        Leave alone a signal whose handler is not the default one (a library inside someone
-        else's program must not take over the handlers it set).
+        Leave alone a signal whose handler is not the default one (SIGINT's: Python's
+        ``signal.default_int_handler``; a library inside someone else's program must not take over
+        the handlers it set).
 
     Notes
     -----
@@ -120,9 +128,10 @@ def termination_as_interrupt(only_default: bool = False):
     saved = {}
     previous_hook = sys.unraisablehook
     try:
-        for s in SIGNALS:
+        for s in SIGNALS + (signal.SIGINT,):
             current = signal.getsignal(s)
-            if only_default and current is not signal.SIG_DFL:
+            default = signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL
+            if only_default and current is not default:
                 continue
             saved[s] = current
             signal.signal(s, _raise)

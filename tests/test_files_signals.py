@@ -419,3 +419,22 @@ def test_a_signal_noted_in_the_compiler_is_raised_at_a_checkpoint_and_not_sent_a
             "print('alive')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.split() == ["terminated", "alive"], (r.returncode, r.stderr[-2000:])
+
+
+def test_ctrl_c_in_the_compiler_is_a_keyboard_interrupt_once_the_compiler_is_done():
+    """SIGINT within the block: a plain KeyboardInterrupt, as Python's own handler raises, deferred
+    out of the compiler like the others; the block leaves Python's handler as it found it."""
+    from rainforest.signals import Terminated, termination_as_interrupt
+
+    ns = {}
+    exec(compile(_STEP, _IN_NUMBA, "exec"), ns)
+    before = signal.getsignal(signal.SIGINT)
+    finished = []
+    with pytest.raises(KeyboardInterrupt) as caught:
+        with termination_as_interrupt():
+            finished.append(ns["step"](signal.SIGINT, 0.2))
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+    assert finished == ["done"] and not isinstance(caught.value, Terminated)
+    assert signal.getsignal(signal.SIGINT) is before
