@@ -14,8 +14,8 @@ before a file is renamed into place, per spilled block, and when the block of
 
 A signal that lands while Numba compiles or loads a kernel (its own Python code, or llvmlite's)
 is not raised there (Ctrl-C's SIGINT included, whose KeyboardInterrupt the block raises as
-Python's own handler does): an exception between two of llvmlite's steps can leave an LLVM object owned
-twice, freed twice later ("double free detected", the process killed by SIGABRT or SIGSEGV instead
+Python's own handler does): an exception between two of llvmlite's steps can leave an LLVM
+object owned twice, freed twice later ("double free detected", the process killed by SIGABRT or SIGSEGV instead
 of cleaning up). It is noted and sent again :data:`RETRY_SECONDS` later, by then in code of ours,
 or raised by :func:`raise_pending` at the next checkpoint, whichever comes first.
 """
@@ -42,14 +42,15 @@ class Terminated(KeyboardInterrupt):
 
 _swallowed: list[int] = []  # signals whose Terminated a finaliser dropped, or that landed in the compiler
 RETRY_SECONDS = 0.05  # a signal that landed in the compiler is sent again this much later
-_COMPILER = tuple(f"{os.sep}{package}{os.sep}" for package in ("numba", "llvmlite"))
 
 
 def in_compiler(frame) -> bool:
-    """Whether ``frame`` or one of its callers runs Numba's or llvmlite's own Python code."""
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if any(part in name for part in _COMPILER):
+    """Whether ``frame`` or one of its callers runs Numba's or llvmlite's own Python code (a file in
+    the folders of those packages as imported: not any path that merely names them)."""
+    folders = tuple(os.path.join(path, "") for package in ("numba", "llvmlite")
+                    for path in getattr(sys.modules.get(package), "__path__", ()))
+    while frame is not None and folders:
+        if frame.f_code.co_filename.startswith(folders):
             return True
         frame = frame.f_back
     return False

@@ -13,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numba
 import pytest
 
 from rainforest import DecisionTreeClassifier, cli
@@ -374,7 +375,7 @@ def test_a_swallowed_signal_ends_a_spilling_fit_at_its_next_block(tmp_path):
     assert len(calls) == 1 and list(spill_dir.iterdir()) == []
 
 
-_IN_NUMBA = os.path.join(os.sep, "somewhere", "numba", "core", "compiling.py")  # code that says it is Numba's
+_IN_NUMBA = os.path.join(os.path.dirname(numba.__file__), "core", "compiling.py")  # code that says it is Numba's
 _STEP = ("import signal, time\n"
          "def step(signum, seconds):\n"
          "    signal.raise_signal(signum)\n"
@@ -393,6 +394,10 @@ def test_a_signal_in_the_compiler_is_raised_once_the_compiler_is_done():
     ns = {}
     exec(compile(_STEP, _IN_NUMBA, "exec"), ns)
     assert not in_compiler(sys._getframe())  # this test's own code, and pytest's
+    elsewhere = {}  # a path that only names the package is not the compiler
+    exec(compile("import sys\ndef here():\n    return sys._getframe()\n",
+                 os.path.join(os.sep, "home", "numba", "train.py"), "exec"), elsewhere)
+    assert not in_compiler(elsewhere["here"]())
     finished = []
     with pytest.raises(Terminated):
         with termination_as_interrupt():
@@ -407,18 +412,20 @@ def test_a_signal_noted_in_the_compiler_is_raised_at_a_checkpoint_and_not_sent_a
     """A checkpoint (raise_pending) raises a signal noted in the compiler before it is sent again, and
     once raised it is not sent again: the process, its handlers back to the default, lives on."""
     code = ("import signal, sys, time\n"
+            "import numba  # the compiler's folders are those of the packages imported\n"
             "from rainforest.signals import Terminated, raise_pending, termination_as_interrupt\n"
             f"ns = {{}}\nexec(compile({_STEP!r}, {_IN_NUMBA!r}, 'exec'), ns)\n"
             "try:\n"
             "    with termination_as_interrupt():\n"
             "        ns['step'](signal.SIGTERM, 0.0)\n"
+            "        print('noted')\n"
             "        raise_pending()\n"
             "except Terminated:\n"
             "    print('terminated')\n"
             "time.sleep(0.5)\n"
             "print('alive')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and r.stdout.split() == ["terminated", "alive"], (r.returncode, r.stderr[-2000:])
+    assert r.returncode == 0 and r.stdout.split() == ["noted", "terminated", "alive"], (r.returncode, r.stderr[-2000:])
 
 
 def test_ctrl_c_in_the_compiler_is_a_keyboard_interrupt_once_the_compiler_is_done():
