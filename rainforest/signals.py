@@ -56,11 +56,16 @@ def in_compiler(frame) -> bool:
     return False
 
 
+_resending = threading.Lock()  # a signal is sent again, or the handlers restored, never both at once
+
+
 def _send_again(signum: int) -> None:
-    """Send ``signum`` again after :data:`RETRY_SECONDS`, unless a checkpoint raised it meanwhile."""
+    """Send ``signum`` again after :data:`RETRY_SECONDS`, unless a checkpoint raised it meanwhile or the
+    block has ended (its handlers restored: a default one would end the process outright)."""
     time.sleep(RETRY_SECONDS)
-    if signum in _swallowed:
-        os.kill(os.getpid(), signum)
+    with _resending:
+        if signum in _swallowed and signal.getsignal(signum) is _raise:
+            os.kill(os.getpid(), signum)
 
 
 def _interrupt(signum: int) -> KeyboardInterrupt:
@@ -140,8 +145,9 @@ def termination_as_interrupt(only_default: bool = False):
             sys.unraisablehook = _noting_swallowed(previous_hook)
         yield
     finally:
-        for s, handler in saved.items():
-            signal.signal(s, handler)
+        with _resending:
+            for s, handler in saved.items():
+                signal.signal(s, handler)
         if saved:
             sys.unraisablehook = previous_hook
             if sys.exc_info()[1] is not None:  # that exception ends the run: a noted signal goes with it
