@@ -157,12 +157,6 @@ class OneValueBins:
                 out[k] = np.isin(global_of, known[0])
         return out
 
-    def values_of(self, node: int, slots: np.ndarray, attrs: np.ndarray, group_offsets: np.ndarray) -> np.ndarray:
-        """The one value of each of ``slots`` (of the AVC-group of ``attrs``) at ``node``, all known there."""
-        known, values = self.slots[node]
-        at = np.searchsorted(known, self._global_slots(attrs, group_offsets)[slots])
-        return values[at]
-
     def note(self, nodes: list, values: ValueCounts, attrs: np.ndarray, group_offsets: np.ndarray) -> None:
         """Add the cells of ``values`` (node ``i`` is ``nodes[i]``) that hold one value."""
         if not len(values):
@@ -184,6 +178,21 @@ class OneValueBins:
             slot_set, first_at = np.unique(seen, return_index=True)
             self.slots[node] = (slot_set, value[first_at])
 
+    def known_cells(self, nodes: list, flags: np.ndarray, attrs: np.ndarray, group_offsets: np.ndarray) -> ValueCounts:
+        """The cells of the flagged bins (``flags`` over ``nodes`` and the AVC-group of ``attrs``, at
+        ``group_offsets``; each known to hold one value at its node), sorted by node and slot, each with
+        its one value: what :func:`rainforest.exact_bins.refine` takes as ``known``, without counts (a
+        whole bin keeps its own, which are its one value's where counts are whole numbers)."""
+        node, slot = np.nonzero(flags)
+        value = np.zeros(len(node), np.int64)
+        if len(node):
+            global_of = self._global_slots(attrs, group_offsets)
+            for k in np.unique(node):
+                known, values = self.slots[nodes[k]]
+                mine = node == k
+                value[mine] = values[np.searchsorted(known, global_of[slot[mine]])]
+        return ValueCounts(node, slot, value, np.zeros((len(node), 0)))
+
     def inherit(self, parent: int, children: list) -> None:
         """The children of a split start from what their parent's bins were known to hold."""
         known = self.slots.pop(parent, None)
@@ -202,22 +211,10 @@ class OneValueBins:
 
 
 def settled_bins(candidates: np.ndarray, one_value: np.ndarray, weighted: bool) -> np.ndarray:
-    """The candidate bins taken from their counts, never read (:func:`settled_values`): those known
+    """The candidate bins taken from their counts, never read (:meth:`OneValueBins.known_cells`): those known
     to hold one value at their node (:class:`OneValueBins`), where counts are whole numbers (no
     weights of any kind): fractional sums could differ in their last bits from the gathered ones."""
     return candidates & one_value if not weighted else np.zeros_like(candidates)
-
-
-def settled_values(settled: np.ndarray, value_of) -> ValueCounts:
-    """The cells of ``settled`` bins (flags over some nodes and slots, :func:`settled_bins`), sorted by
-    node and slot, each with its one value (``value_of(k, slots)``): what
-    :func:`rainforest.exact_bins.refine` takes as ``known``, without counts (a whole bin keeps its
-    own, which are its one value's where counts are whole numbers)."""
-    node, slot = np.nonzero(settled)
-    value = np.zeros(len(node), np.int64)
-    for k in np.unique(node):
-        value[node == k] = value_of(int(k), slot[node == k])
-    return ValueCounts(node, slot, value, np.zeros((len(node), 0)))
 
 
 def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray, lead: int, best: dict) -> None:
@@ -286,8 +283,7 @@ def exact_search(growth, level, avc: np.ndarray, chunk: list, attrs: np.ndarray,
             """Entry ``i``'s splits, from its gathered values (held by no caller meanwhile)."""
             idx, cand, floor = entries[i]
             g.one_value.note([chunk[k] for k in idx], value_counts, attrs, group_offsets)
-            known = settled_values(cand & settled[idx], lambda k, slots:
-                                   g.one_value.values_of(chunk[idx[k]], slots, attrs, group_offsets))
+            known = g.one_value.known_cells([chunk[k] for k in idx], cand & settled[idx], attrs, group_offsets)
             run = slice(idx[0], idx[-1] + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx  # a view when it can
             splits = exact_splits(avc[run], cand & ~settled[idx], value_counts, group_offsets, kinds, binned,
                                   g.n_classes, g.weighted, g.crit, g.params, g.min_weight_leaf, lead, floor, known)

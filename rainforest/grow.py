@@ -90,7 +90,7 @@ class GrowStats:
     candidate_reads: int = 0  # exact mode: second reads of a chunk's rows for its candidate bins' values
     candidate_values: int = 0  # exact mode: (node, attribute, value) cells those reads summed
     candidate_rows: int = 0  # exact mode: rows those reads picked to sort (a bin of one value, or dense, is summed)
-    settled_cells: int = 0  # exact mode: candidate (node, bin) cells known to hold one value, taken from their counts unread
+    settled_cells: int = 0  # exact mode: candidate cells known to hold one value, taken from their counts unread
     candidate_runs: int = 0  # exact mode: searches of a node whose candidate bins exceeded the room alone, a run each
     gathering_bytes: int = 0  # exact mode: bytes of picked rows written to scratch files, where one read served several
     subtracted_nodes: int = 0  # AVC-groups made by histogram subtraction, their rows not counted

@@ -207,7 +207,7 @@ def test_a_heavy_value_is_summed_as_rows_stream_by_not_picked(monkeypatch):
     gathering reads (rainforest/gather_kernels.py): its rows are never picked to be sorted, so the rows
     picked stay below the heavy value's rows.  Once a node's bin is seen to hold one value, its
     descendants take that bin's cell from their counts and no read gathers it again
-    (exact_search.OneValueBins, settled_values): the candidate bins read at later levels hold a
+    (exact_search.OneValueBins, settled_bins): the candidate bins read at later levels hold a
     fraction of the rows they hold when settling is disabled.  The tree is the one of a slot per
     value, settled or not."""
     table = _heavy_value_table()
