@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .count_bins import EXACT_BINS
+from .count_bins import EXACT_BINS, key_bin_count
 from .errors import DataError
 from .profile_data import (ColumnProfile, Profile, midpoint, midpoints, quantile_edges,  # noqa: F401 (public here too)
                            unique_sorted)
@@ -44,6 +44,9 @@ class ProfileTask:
     # exact mode: a numeric column with more distinct values than this keeps none of them; its rows are
     # encoded as value keys, counted in bins from the sample (rainforest.value_keys). None: keep them all
     key_cap: int | None = None
+    # exact mode: bytes a level's AVC-groups may take (a quarter of the budget), where keyed columns are
+    # counted in more bins on more rows (rainforest.count_bins.key_bin_count); None: in EXACT_BINS bins
+    key_room: int | None = None
 
     @property
     def sampled(self) -> bool:
@@ -260,6 +263,7 @@ class ProfileTask:
         sample = p.held_sample()[np.argsort(p.sample_hash[:p.n_sample], kind="stable")]
         attributes = []
         numeric_index = {c: i for i, c in enumerate(self.numeric)}
+        n_bins = self._key_bins(p, label)
         for name, cp in p.columns.items():
             if cp.nonmissing == 0:
                 raise DataError(f"column {name!r} of {self.where} is entirely null; drop it from the features")
@@ -267,7 +271,7 @@ class ProfileTask:
                 attributes.append(Attribute(name, CATEGORICAL, categories=_sorted_values(cp.counts, name)))
             elif self.exact and cp.distinct is None:
                 col = sample[:, numeric_index[name]]
-                attributes.append(Attribute(name, NUMERIC, exact=True, keys=key_bins(col[~np.isnan(col)], EXACT_BINS)))
+                attributes.append(Attribute(name, NUMERIC, exact=True, keys=key_bins(col[~np.isnan(col)], n_bins)))
             elif self.exact:
                 attributes.append(Attribute(name, NUMERIC, exact=True, cuts=cp.distinct_values()))
             elif cp.distinct is not None:
@@ -280,6 +284,20 @@ class ProfileTask:
                     cuts = quantile_edges(col[~np.isnan(col)], self.max_bins)
                 attributes.append(Attribute(name, NUMERIC, exact=False, cuts=cuts))
         return Schema(attributes, label, self.weight, fractional_weights=p.fractional_weights)
+
+
+    def _key_bins(self, p: Profile, label: Label) -> int:
+        """The bins a keyed column is counted in (:func:`rainforest.count_bins.key_bin_count`): more on more
+        rows where :attr:`key_room` is set, else :data:`EXACT_BINS`.  The other columns' slots are those
+        of an exact tree: categories, distinct values (counted in up to ``EXACT_BINS`` bins), one missing
+        slot each."""
+        if self.key_room is None or not self.exact:
+            return EXACT_BINS
+        keyed = [cp for cp in p.columns.values() if cp.kind != CATEGORICAL and cp.distinct is None]
+        other = sum(len(cp.counts) + 1 if cp.kind == CATEGORICAL else min(len(cp.distinct_values()), EXACT_BINS) + 1
+                    for cp in p.columns.values() if cp.kind == CATEGORICAL or cp.distinct is not None)
+        # keyed columns are counted only by unit-weight classifiers (tree_setup.value_key_cap): a channel a class
+        return key_bin_count(p.n_rows, self.key_room, max(len(keyed), 1), other, label.n_channels)
 
 
 def merged_range(a: tuple | None, b: tuple | None) -> tuple | None:

@@ -35,8 +35,10 @@ class TreeEstimator:
             budget = parse_bytes(self.memory_budget)
             data = run.data
             batch_size = batch_size_for(self, budget, len(data.features))
+            # a tree's keyed columns take more bins on more rows; a forest's AVC-groups are per tree, and
+            # BOAT's bins are its coarse statistics': those keep EXACT_BINS (not measured at other counts)
             schema, profile = profile_pass(self, data, run.kinds, batch_size, self.random_state or 0,
-                                           value_key_cap(self, data))
+                                           value_key_cap(self, data), key_room=budget // 4)
             class_weight = class_weights(getattr(self, "class_weight", None), schema.label.classes,
                                          profile.label_counts, profile.n_rows)
             n_rows = profile.n_rows

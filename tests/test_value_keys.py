@@ -11,8 +11,9 @@ import pytest
 
 from conftest import dataset_path
 from keyed_growth import count_one_slot_per_value, key_at_small_cap
-from rainforest import DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier, plan
-from rainforest.count_bins import counted_slot, counted_slots
+from rainforest import DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier, plan, profile
+from rainforest.count_bins import (EXACT_BINS, LEVEL_NODES, MOST_KEY_BINS, counted_slot, counted_slots,
+                                   key_bin_count)
 from rainforest.profile import ProfileTask
 from rainforest.schema import NUMERIC
 from rainforest.storage import DaskSource, DuckDBSource, ParquetSource
@@ -85,6 +86,54 @@ def test_a_profile_keeps_no_more_distinct_values_than_its_cap():
     x, few = schema.attributes
     assert x.keys is not None and few.keys is None and len(few.cuts) == 50
     assert x.n_slots == KEY_MISSING and counted_slots(schema).keyed.tolist() == [True, False]
+
+
+def test_more_rows_are_counted_in_more_key_bins_as_the_budget_allows():
+    """Bins grow as the square root of the rows, in powers of two from EXACT_BINS to MOST_KEY_BINS, and
+    never past what lets a level's AVC-groups of LEVEL_NODES nodes fit the room they are given."""
+    counts = [key_bin_count(n) for n in (1000, 10_000_000, 20_000_000, 100_000_000, 10 ** 9, 10 ** 12)]
+    assert counts == sorted(counts) and counts[0] == counts[1] == EXACT_BINS and counts[-1] == MOST_KEY_BINS
+    assert all(c & (c - 1) == 0 for c in counts) and counts[2] == 2 * EXACT_BINS and counts[3] == 4096
+    keyed, other, channels = 4, 150, 2
+    for room in (2 ** 30 // 4, 2 ** 29 // 4, 2 ** 28 // 4, 2 ** 20):
+        bins = key_bin_count(10 ** 9, room, keyed, other, channels)
+        fits = LEVEL_NODES * 8 * channels * (keyed * (bins + 1) + other) <= room
+        assert bins == EXACT_BINS or fits
+        assert bins == MOST_KEY_BINS or bins == EXACT_BINS \
+            or LEVEL_NODES * 8 * channels * (keyed * (2 * bins + 1) + other) > room  # the largest that fits
+    assert [key_bin_count(10 ** 9, r, keyed, other, channels) for r in (2 ** 28, 2 ** 27, 2 ** 26)] == \
+        [4096, 2048, 1024]
+
+
+def test_a_profile_of_many_rows_gives_a_tree_more_key_bins():
+    """The profile picks the keyed columns' bins from the rows it counted (a tree's, given the room:
+    ``key_room``); without the room (forests, BOAT) they stay EXACT_BINS."""
+    rng = np.random.default_rng(8)
+    batch = pa.record_batch({"x": rng.uniform(0, 1000, 20_000), "y": rng.integers(0, 2, 20_000)})
+    bins = {}
+    for room in (None, 2 ** 28):
+        task = ProfileTask({"x": NUMERIC}, "y", None, "test", exact=True, max_bins=0, key_cap=500,
+                           sample_rows=20_000, key_room=room)
+        p = task.update(task.new_state(), batch, 0)
+        p.n_rows = 100_000_000  # as if it had counted them: the sample is what the bins are cut from
+        bins[room] = task.schema(p).attributes[0].keys.n_bins
+    assert bins[None] <= EXACT_BINS < 2 * EXACT_BINS < bins[2 ** 28] <= 4096
+
+
+def test_more_key_bins_gather_fewer_rows_for_the_same_tree(monkeypatch):
+    """Where the bins fall decides only what is gathered: a tree whose keyed columns are counted in
+    4,096 bins is the tree of 1,024, from fewer candidate rows."""
+    monkeypatch.setattr(plan, "SMALL_EXACT_ROWS", 0)
+    key_at_small_cap(monkeypatch)
+    table = pq.read_table(dataset_path("magic"))
+    got = {}
+    for n_bins in (EXACT_BINS, 4 * EXACT_BINS):
+        with monkeypatch.context() as m:
+            m.setattr(profile, "key_bin_count", lambda *a, n=n_bins: n)
+            got[n_bins] = DecisionTreeClassifier(max_bins=None, max_depth=8).fit(table, target="class")
+    few, many = got[EXACT_BINS], got[4 * EXACT_BINS]
+    assert many.tree_.to_json() == few.tree_.to_json() and few.tree_.node_count > 50
+    assert 0 < many.grow_stats_.candidate_rows < few.grow_stats_.candidate_rows
 
 
 CASES = {
