@@ -285,7 +285,6 @@ class ProfileTask:
                 attributes.append(Attribute(name, NUMERIC, exact=False, cuts=cuts))
         return Schema(attributes, label, self.weight, fractional_weights=p.fractional_weights)
 
-
     def _key_bins(self, p: Profile, label: Label) -> int:
         """The bins a keyed column is counted in (:func:`rainforest.count_bins.key_bin_count`): more on more
         rows where :attr:`key_room` is set, else :data:`EXACT_BINS`.  The other columns' slots are those

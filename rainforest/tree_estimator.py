@@ -35,8 +35,8 @@ class TreeEstimator:
             budget = parse_bytes(self.memory_budget)
             data = run.data
             batch_size = batch_size_for(self, budget, len(data.features))
-            # a tree's keyed columns take more bins on more rows; a forest's AVC-groups are per tree, and
-            # BOAT's bins are its coarse statistics': those keep EXACT_BINS (not measured at other counts)
+            # a tree's keyed columns take more bins on more rows (BOAT's too); a forest's keep EXACT_BINS: its
+            # AVC-groups are per tree, and more bins were not measured there
             schema, profile = profile_pass(self, data, run.kinds, batch_size, self.random_state or 0,
                                            value_key_cap(self, data), key_room=budget // 4)
             class_weight = class_weights(getattr(self, "class_weight", None), schema.label.classes,

@@ -12,10 +12,12 @@ import pytest
 import rainforest.boat.cleanup as boat_cleanup
 import rainforest.boat.coarse as boat_coarse
 import rainforest.boat.deletion as boat_deletion
+import rainforest.profile as profile_module
 from rainforest.boat import BoatClassifier
 from keyed_growth import count_one_slot_per_value, key_at_small_cap
 from oracle import compare_with_sklearn
 from rainforest import DecisionTreeClassifier, load
+from rainforest.count_bins import EXACT_BINS
 from rainforest.datasets import agrawal_table
 from rainforest.storage import ParquetSource, TableSource
 
@@ -191,11 +193,15 @@ def test_update_equals_rebuild(kind):
             assert clf.n_passes_ == 2 * ((ins is not None) + (dele is not None))
 
 
-def test_keyed_columns_leave_the_profile_and_keep_the_tree(monkeypatch):
+@pytest.mark.parametrize("n_bins", [None, 4096])
+def test_keyed_columns_leave_the_profile_and_keep_the_tree(monkeypatch, n_bins):
     """A numeric column past ``tree_setup.KEY_CAP`` distinct values is keyed, as in exact
     DecisionTreeClassifier: BOAT's profile keeps none of its values (at 100M Agrawal rows, 97.5M in
     ``salary`` alone), its rows are encoded as keys, and the fit and every update give the tree of one
-    slot per value, inserted values beyond the sample's range included."""
+    slot per value, inserted values beyond the sample's range included.  With the key bins of many
+    rows (``n_bins``: what ``count_bins.key_bin_count`` gives 100M rows), the same."""
+    if n_bins is not None:
+        monkeypatch.setattr(profile_module, "key_bin_count", lambda *a: n_bins)
     rng = np.random.default_rng(4)
     data = agrawal_table(8000, function=7, seed=41)
     more = agrawal_table(3000, function=7, seed=41, start=8000)
@@ -213,6 +219,8 @@ def test_keyed_columns_leave_the_profile_and_keep_the_tree(monkeypatch):
         profile, schema = clf._state["profile"], clf._state["schema"]
         keyed = [a.name for a in schema.attributes if a.keys is not None]
         assert {"salary", "commission", "loan", "hvalue"} <= set(keyed) and calls
+        most = max(a.keys.n_bins for a in schema.attributes if a.keys is not None)
+        assert most <= EXACT_BINS if n_bins is None else most > EXACT_BINS
         assert all(profile.columns[name].distinct is None for name in keyed)
         assert clf.n_passes_ == 2 and clf.n_coarse_nodes_ >= 1
         assert clf.tree_.to_dict() == reference(data)

@@ -107,7 +107,7 @@ def test_more_rows_are_counted_in_more_key_bins_as_the_budget_allows():
 
 def test_a_profile_of_many_rows_gives_a_tree_more_key_bins():
     """The profile picks the keyed columns' bins from the rows it counted (a tree's, given the room:
-    ``key_room``); without the room (forests, BOAT) they stay EXACT_BINS."""
+    ``key_room``; BOAT's too); without the room (a forest's) they stay EXACT_BINS."""
     rng = np.random.default_rng(8)
     batch = pa.record_batch({"x": rng.uniform(0, 1000, 20_000), "y": rng.integers(0, 2, 20_000)})
     bins = {}
