@@ -199,7 +199,7 @@ class BoatClassifier(Classifier):
             with numba_threads(self.n_jobs):
                 # keyed columns in more bins on more rows, as a tree's (the finish grows its subtrees so)
                 ptask = ProfileTask(kinds, target, None, source.description, exact=True, max_bins=0,
-                                    seed=int(self.random_state or 0), key_cap=key_cap, key_room=budget // 4)
+                                    seed=int(self.random_state or 0), key_cap=key_cap, key_budget=budget)
                 stask = SampledProfileTask(ptask, columns, int(self.sample_size), int(self.random_state or 0))
                 state = source.run_pass(stask, columns, batch_size)
                 schema = ptask.schema(state.profile)

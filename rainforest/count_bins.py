@@ -36,12 +36,14 @@ MOST_KEY_BINS = 4096
 LEVEL_NODES = 512
 
 
-def key_bin_count(n_rows: int, room: int | None = None, n_keyed: int = 1, other_slots: int = 0,
-                  n_channels: int = 3) -> int:
+def key_bin_count(n_rows: int, budget: int | None = None, n_keyed: int = 1, other_slots: int = 0,
+                  n_channels: int = 2) -> int:
     """How many bins a keyed attribute of data of ``n_rows`` rows is counted in: the power of two
-    nearest ``sqrt(n_rows / 6)``, from :data:`EXACT_BINS` up to :data:`MOST_KEY_BINS`, and, with ``room``
-    (bytes), no more than lets :data:`LEVEL_NODES` AVC-groups (``n_keyed`` keyed attributes of that
-    many bins, ``other_slots`` other slots, ``n_channels`` float64 a slot) fit it.
+    nearest ``sqrt(n_rows / 6)``, from :data:`EXACT_BINS` up to :data:`MOST_KEY_BINS`, and, with the
+    memory ``budget`` (bytes), no more than lets :data:`LEVEL_NODES` AVC-groups (``n_keyed`` keyed
+    attributes of that many bins, ``other_slots`` other slots, ``n_channels`` float64 a slot) fit a
+    quarter of it: growth's AVC half, half of which holds the parents histogram subtraction keeps
+    (:mod:`rainforest.grow`).
 
     Why the square root: a level's gathering reads the rows of its candidate bins, which shrink as the
     bins grow (rows / bins), while counting and searching the bins costs bins × nodes whatever the
@@ -51,9 +53,9 @@ def key_bin_count(n_rows: int, room: int | None = None, n_keyed: int = 1, other_
     what is gathered (:mod:`rainforest.value_keys`)."""
     want = 1 << max(0, round(math.log2(math.sqrt(max(n_rows, 1) / 6.0))))
     bins = min(max(want, EXACT_BINS), MOST_KEY_BINS)
-    if room is not None:
+    if budget is not None:
         while bins > EXACT_BINS and \
-                LEVEL_NODES * 8 * n_channels * (n_keyed * (bins + 1) + other_slots) > room:
+                LEVEL_NODES * 8 * n_channels * (n_keyed * (bins + 1) + other_slots) > budget // 4:
             bins //= 2
     return bins
 

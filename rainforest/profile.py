@@ -44,9 +44,9 @@ class ProfileTask:
     # exact mode: a numeric column with more distinct values than this keeps none of them; its rows are
     # encoded as value keys, counted in bins from the sample (rainforest.value_keys). None: keep them all
     key_cap: int | None = None
-    # exact mode: bytes a level's AVC-groups may take (a quarter of the budget), where keyed columns are
-    # counted in more bins on more rows (rainforest.count_bins.key_bin_count); None: in EXACT_BINS bins
-    key_room: int | None = None
+    # exact mode: the memory budget, where keyed columns are counted in more bins on more rows as it
+    # allows (rainforest.count_bins.key_bin_count); None: in EXACT_BINS bins
+    key_budget: int | None = None
 
     @property
     def sampled(self) -> bool:
@@ -287,16 +287,16 @@ class ProfileTask:
 
     def _key_bins(self, p: Profile, label: Label) -> int:
         """The bins a keyed column is counted in (:func:`rainforest.count_bins.key_bin_count`): more on more
-        rows where :attr:`key_room` is set, else :data:`EXACT_BINS`.  The other columns' slots are those
-        of an exact tree: categories, distinct values (counted in up to ``EXACT_BINS`` bins), one missing
-        slot each."""
-        if self.key_room is None or not self.exact:
+        rows where :attr:`key_budget` is set, else :data:`EXACT_BINS`.  The other columns' slots are
+        those of an exact tree: categories, distinct values (counted in up to ``EXACT_BINS`` bins), one
+        missing slot each."""
+        n_keyed = sum(cp.kind != CATEGORICAL and cp.distinct is None for cp in p.columns.values())
+        if self.key_budget is None or not self.exact or not n_keyed:
             return EXACT_BINS
-        keyed = [cp for cp in p.columns.values() if cp.kind != CATEGORICAL and cp.distinct is None]
         other = sum(len(cp.counts) + 1 if cp.kind == CATEGORICAL else min(len(cp.distinct_values()), EXACT_BINS) + 1
                     for cp in p.columns.values() if cp.kind == CATEGORICAL or cp.distinct is not None)
         # keyed columns are counted only by unit-weight classifiers (tree_setup.value_key_cap): a channel a class
-        return key_bin_count(p.n_rows, self.key_room, max(len(keyed), 1), other, label.n_channels)
+        return key_bin_count(p.n_rows, self.key_budget, n_keyed, other, label.n_channels)
 
 
 def merged_range(a: tuple | None, b: tuple | None) -> tuple | None:

@@ -38,7 +38,7 @@ class TreeEstimator:
             # a tree's keyed columns take more bins on more rows (BOAT's too); a forest's keep EXACT_BINS: its
             # AVC-groups are per tree, and more bins were not measured there
             schema, profile = profile_pass(self, data, run.kinds, batch_size, self.random_state or 0,
-                                           value_key_cap(self, data), key_room=budget // 4)
+                                           value_key_cap(self, data), key_budget=budget)
             class_weight = class_weights(getattr(self, "class_weight", None), schema.label.classes,
                                          profile.label_counts, profile.n_rows)
             n_rows = profile.n_rows

@@ -23,20 +23,19 @@ def batch_size_for(est, budget: int, n_features: int) -> int:
 
 
 def profile_pass(est, data, kinds: dict, batch_size: int, seed: int, key_cap: int | None = None,
-                 key_room: int | None = None):
+                 key_budget: int | None = None):
     """The profiling pass: the schema (classes or a regressor's target range, categories, cuts) and what it
     counted.
 
     Numeric attributes with more than ``est.max_bins`` distinct values get bin edges from a sample
     of ``est.sample_size`` rows, drawn by a hash of the row number with ``seed``.  In exact mode, those
     with more than ``key_cap`` distinct values (:func:`value_key_cap`) are keyed, their bins from the
-    same sample: more bins on more rows where ``key_room`` (bytes a level's AVC-groups may take, a
-    quarter of the budget) is given (:func:`rainforest.count_bins.key_bin_count`), else
-    :data:`rainforest.count_bins.EXACT_BINS`.
+    same sample: more bins on more rows, as the memory budget ``key_budget`` allows, where it is given
+    (:func:`rainforest.count_bins.key_bin_count`), else :data:`rainforest.count_bins.EXACT_BINS`.
     """
     task = ProfileTask(kinds, data.target, data.weight, data.source.description, exact=est.max_bins is None,
                        max_bins=est.max_bins or 0, sample_rows=est.sample_size, seed=int(seed),
-                       regression=getattr(est, "_regression", False), key_cap=key_cap, key_room=key_room)
+                       regression=getattr(est, "_regression", False), key_cap=key_cap, key_budget=key_budget)
     columns = list(kinds) + [data.target] + ([data.weight] if data.weight else [])
     profile = data.source.run_pass(task, columns, batch_size)
     return task.schema(profile), profile

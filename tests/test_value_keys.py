@@ -90,34 +90,35 @@ def test_a_profile_keeps_no_more_distinct_values_than_its_cap():
 
 def test_more_rows_are_counted_in_more_key_bins_as_the_budget_allows():
     """Bins grow as the square root of the rows, in powers of two from EXACT_BINS to MOST_KEY_BINS, and
-    never past what lets a level's AVC-groups of LEVEL_NODES nodes fit the room they are given."""
+    never past what lets a level's AVC-groups of LEVEL_NODES nodes fit a quarter of the budget."""
     counts = [key_bin_count(n) for n in (1000, 10_000_000, 20_000_000, 100_000_000, 10 ** 9, 10 ** 12)]
     assert counts == sorted(counts) and counts[0] == counts[1] == EXACT_BINS and counts[-1] == MOST_KEY_BINS
     assert all(c & (c - 1) == 0 for c in counts) and counts[2] == 2 * EXACT_BINS and counts[3] == 4096
     keyed, other, channels = 4, 150, 2
-    for room in (2 ** 30 // 4, 2 ** 29 // 4, 2 ** 28 // 4, 2 ** 20):
-        bins = key_bin_count(10 ** 9, room, keyed, other, channels)
+    for budget in (2 ** 30, 2 ** 29, 2 ** 28, 2 ** 22):
+        room = budget // 4
+        bins = key_bin_count(10 ** 9, budget, keyed, other, channels)
         fits = LEVEL_NODES * 8 * channels * (keyed * (bins + 1) + other) <= room
         assert bins == EXACT_BINS or fits
         assert bins == MOST_KEY_BINS or bins == EXACT_BINS \
             or LEVEL_NODES * 8 * channels * (keyed * (2 * bins + 1) + other) > room  # the largest that fits
-    assert [key_bin_count(10 ** 9, r, keyed, other, channels) for r in (2 ** 28, 2 ** 27, 2 ** 26)] == \
+    assert [key_bin_count(10 ** 9, b, keyed, other, channels) for b in (2 ** 30, 2 ** 29, 2 ** 28)] == \
         [4096, 2048, 1024]
 
 
 def test_a_profile_of_many_rows_gives_a_tree_more_key_bins():
-    """The profile picks the keyed columns' bins from the rows it counted (a tree's, given the room:
-    ``key_room``; BOAT's too); without the room (a forest's) they stay EXACT_BINS."""
+    """The profile picks the keyed columns' bins from the rows it counted (a tree's, given its budget:
+    ``key_budget``; BOAT's too); without it (a forest's) they stay EXACT_BINS."""
     rng = np.random.default_rng(8)
     batch = pa.record_batch({"x": rng.uniform(0, 1000, 20_000), "y": rng.integers(0, 2, 20_000)})
     bins = {}
-    for room in (None, 2 ** 28):
+    for budget in (None, 2 ** 30):
         task = ProfileTask({"x": NUMERIC}, "y", None, "test", exact=True, max_bins=0, key_cap=500,
-                           sample_rows=20_000, key_room=room)
+                           sample_rows=20_000, key_budget=budget)
         p = task.update(task.new_state(), batch, 0)
         p.n_rows = 100_000_000  # as if it had counted them: the sample is what the bins are cut from
-        bins[room] = task.schema(p).attributes[0].keys.n_bins
-    assert bins[None] <= EXACT_BINS < 2 * EXACT_BINS < bins[2 ** 28] <= 4096
+        bins[budget] = task.schema(p).attributes[0].keys.n_bins
+    assert bins[None] <= EXACT_BINS < 2 * EXACT_BINS < bins[2 ** 30] <= 4096
 
 
 def test_more_key_bins_gather_fewer_rows_for_the_same_tree(monkeypatch):
