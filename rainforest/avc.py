@@ -13,7 +13,8 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from .count_bins import CountedSlots, counted_slot, counted_slots
+from .bin_routing import binned_routing, route_binned
+from .count_bins import CountedSlots, counted_slot, counted_slots, counted_view
 from .counting import add_row, narrowed_counts, widened_counts
 from .row_encoding import encode_rows, slots_of
 from .rows import KeptRows, RowBlock, advance_kept, descend
@@ -190,6 +191,7 @@ class AvcPass:
     n_children: np.ndarray | None = None  # per tree node, with ``store``: how kept rows move down (hold)
     counted: CountedSlots | None = None
     grid: np.ndarray = field(default_factory=lambda: NO_GRID)  # a regressor's exact parts (target_parts.py)
+    _binned: tuple | None = field(default=None, init=False, repr=False)  # _bins_routing, made at first use
 
     def __post_init__(self):
         if self.counted is None:
@@ -199,8 +201,8 @@ class AvcPass:
         """Offset of each counted attribute's slots in this pass's AVC-groups."""
         return self.counted.group_offsets(self.attrs)
 
-    def _accumulate(self, state: AvcState, S, y, w, order, starts, ends) -> None:
-        c = self.counted
+    def _accumulate(self, state: AvcState, S, y, w, order, starts, ends, counted: CountedSlots | None = None) -> None:
+        c = self.counted if counted is None else counted
         if len(self.grid):
             accumulate_parts(S, y, order, starts, ends, self.attrs, self.group_offsets(), state.counts,
                              *c.kernel_args(), self.grid, numba.get_num_threads())
@@ -258,16 +260,35 @@ class AvcPass:
         advance_kept(held, self.routing, self.n_children, self.alive)
         held.release_spare()
 
+    @property
+    def counts_bins(self) -> bool:
+        """Whether a spilled read may give this pass its keyed columns as bins (:mod:`rainforest.bin_routing`):
+        it has keyed attributes, and neither keeps nor spills the rows (which need their keys) nor
+        counts a regressor's exact parts."""
+        return self.keep_into is None and self.spill is None and not len(self.grid) and bool(self.counted.keyed.any())
+
+    def _bins_routing(self) -> tuple:
+        """The routing of rows read as bins and the bins' view of the counted slots (made once a pass)."""
+        if self._binned is None:
+            self._binned = (*binned_routing(self.routing, self.counted), counted_view(self.counted))
+        return self._binned
+
     def count(self, state: AvcState, rows: RowBlock) -> AvcState:
-        """Count encoded rows (from a data pass or the spill folder) at their frontier nodes."""
+        """Count encoded rows (from a data pass or the spill folder, as keys or as bins) at their frontier nodes."""
+        counted = None
+        if rows.keys is not None:  # keyed columns read as bins
+            binned, open_cut, counted = self._bins_routing()
         if len(self.node_pos) == 1:  # the tree is its root: every row is there, in row order
             order, starts, ends = NO_ORDER, np.zeros(self.n_nodes, np.int64), np.zeros(self.n_nodes, np.int64)
             if self.node_pos[0] >= 0:
                 ends[self.node_pos[0]] = len(rows)
         else:
-            descend(rows.S, rows.node, *self.routing)
+            if counted is None:
+                descend(rows.S, rows.node, *self.routing)
+            else:
+                route_binned(rows, self.routing, binned, open_cut)
             order, starts, ends = group_rows(rows.node, self.node_pos, self.n_nodes, 4 * numba.get_num_threads())
-        self._accumulate(state, rows.S, rows.y, rows.w, order, starts, ends)
+        self._accumulate(state, rows.S, rows.y, rows.w, order, starts, ends, counted)
         if self.keep_into is not None:
             self.keep_into.add(rows)
         if self.spill is not None:

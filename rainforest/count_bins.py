@@ -187,3 +187,26 @@ def _counted_at(s, a, shift, missing, n_counted, base, table, table_start):
             return np.uint64(s)
         return counted_slot(np.uint64(s), shift[a], missing[a], n_counted[a], base[a], table[lo:hi])
     return counted
+
+
+def counted_view(counted: CountedSlots) -> CountedSlots:
+    """``counted`` for rows whose keyed columns already hold their counted slots (a spill read of key
+    bins, :class:`rainforest.spill.Spill`): keyed attributes count slot for slot, their missing slot the
+    one after their bins; the others as in ``counted``."""
+    keyed = counted.keyed
+    missing = np.where(keyed, counted.n_counted, counted.missing).astype(np.uint64)
+    shift = np.where(keyed, 0, counted.shift).astype(np.uint64)
+    return CountedSlots(shift, missing, counted.n_counted.copy())
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def counted_column(S, a, shift, missing, n_counted, base, table, table_start):
+    """The counted slot of every row's slot of attribute ``a`` (column ``a`` of ``S``), as ``uint16``:
+    what the spill stores beside a keyed column (:class:`rainforest.spill.Spill`), so that a read
+    counting the rows reads two bytes a row for it, not eight."""
+    out = np.empty(S.shape[0], np.uint16)
+    tab = table[table_start[a]:table_start[a + 1]]
+    sh, miss, nc, kb = shift[a], missing[a], n_counted[a], base[a]
+    for i in numba.prange(S.shape[0]):
+        out[i] = counted_slot(np.uint64(S[i, a]), sh, miss, nc, kb, tab)
+    return out

@@ -386,7 +386,7 @@ class _Growth:
                     slot_dtype(self.schema), label_dtype(self.schema.label), self.row_weights)
             if level.write and not from_memory:
                 if supply.spill is None:
-                    supply.spill = Spill(self.params.spill_dir, self.n_attr, column_dtypes(self.schema))
+                    supply.spill = Spill(self.params.spill_dir, self.n_attr, column_dtypes(self.schema), self.counted)
                 part_of_node = np.full(len(nodes.feature), -1, np.int64)
                 for cj, c in enumerate(level.chunks):
                     for n in (n for g in c for n in g):

@@ -9,12 +9,14 @@ nodes left out), so later reads take only the partitions holding their nodes.
 
 Format (chosen for speed; measured against lz4 Parquet, which spent most of a read decoding):
 raw little-endian arrays, one ``part-P.rows`` file per partition holding *records* (a block of
-rows as it streamed by: each attribute's slots, then the class codes, then the weights when not
-all one), and beside it ``part-P.node``, each row's tree node (two bytes while the tree fits
+rows as it streamed by: each attribute's slots, then a tree's keyed attributes' bins, then the
+class codes, then the weights when not all one), and beside it ``part-P.node``, each row's tree node (two bytes while the tree fits
 them, :func:`node_type`).  Reads fill preallocated column-major blocks straight from the file
 (``readinto``: no decoding, no copy) and write every
 row's new node back once the reader has routed it, so the next level routes each row one step,
-not from the root.  Record sizes are kept in memory: the folder is this process's alone.
+not from the root.  A read that counts rows reads the keyed columns' bins in place of their keys
+(two bytes a row where the key is eight; :mod:`rainforest.bin_routing`) and the keys of the few rows
+it needs where they lie.  Record sizes are kept in memory: the folder is this process's alone.
 
 The folder is a fresh temporary directory, removed when growth ends, fails or is interrupted
 (Ctrl-C, and SIGTERM or SIGHUP, which raise an interrupt while the folder lives, see
@@ -28,15 +30,17 @@ import os
 import shutil
 import tempfile
 import warnings
+from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 
 from rainforest.storage.base import runs_up_to
 from rainforest.storage.scratch import scratch_folder, swap_in
+from .count_bins import CountedSlots, counted_column
 from .meter import log
 from .rows import RowBlock, column_dtypes, label_dtype
-from .schema import Schema
+from .schema import NUMERIC, Schema
 from .signals import raise_pending, termination_as_interrupt
 
 def node_type(n_tree_nodes: int) -> np.dtype:
@@ -62,12 +66,14 @@ def spilled_row_bytes(column_types: list, label_type: np.dtype, weighted: bool, 
 
 
 def spill_footprint(n_rows: int, schema: Schema, weighted: bool) -> int:
-    """Disk bytes a spill of ``n_rows`` encoded rows may hold at once: the rows (:func:`spilled_bytes`)
-    and, while a read writes each row's routed node back, the partition's next node file beside its
-    current one until it is swapped in (4 bytes a row; a partition may hold every row).  Checked
-    against the rows alone, a disk with room for them but not for the second node file failed with
-    ENOSPC in the middle of a fit (1B rows: 42 GB of rows checked, 46 GB needed)."""
-    return spilled_bytes(n_rows, schema, weighted) + 4 * n_rows
+    """Disk bytes a tree's spill of ``n_rows`` encoded rows may hold at once: the rows
+    (:func:`spilled_bytes`), each keyed attribute's bins beside its keys (2 bytes a row, ``key_bins``
+    of :class:`Spill`) and, while a read writes each row's routed node back, the partition's next node
+    file beside its current one until it is swapped in (4 bytes a row; a partition may hold every
+    row).  Checked against the rows alone, a disk with room for them but not for the second node file
+    failed with ENOSPC in the middle of a fit (1B rows: 42 GB of rows checked, 46 GB needed)."""
+    n_keyed = sum(a.kind == NUMERIC and a.keys is not None for a in schema.attributes)
+    return spilled_bytes(n_rows, schema, weighted) + (2 * n_keyed + 4) * n_rows
 
 
 def disk_shortfall(parent: str | None, n_bytes: int) -> str | None:
@@ -102,11 +108,19 @@ class Spill:
     column_types : list of numpy dtypes, optional
         How each slot column is stored (:func:`rainforest.rows.column_dtypes`: its own narrowest type,
         where rows in memory hold all columns in the widest); the rows' own type when None.
+    key_bins : CountedSlots, optional
+        The growth's counted slots: each keyed attribute's bin (``uint16``) is stored beside its keys,
+        so that :meth:`read` with ``bins`` reads two bytes a row for the column where it would read
+        eight (:mod:`rainforest.bin_routing`).
     """
 
-    def __init__(self, parent: str | None, n_attributes: int, column_types: list | None = None):
+    def __init__(self, parent: str | None, n_attributes: int, column_types: list | None = None,
+                 key_bins: CountedSlots | None = None):
         self.n_attributes = n_attributes
         self.column_types = column_types
+        self.key_bins = key_bins if key_bins is not None and key_bins.keyed.any() else None
+        # the attributes whose counted bins are stored beside their keys
+        self.bin_columns = np.flatnonzero(key_bins.keyed) if self.key_bins is not None else np.zeros(0, np.int64)
         self.generation = -1
         self.parts: set[int] = set()  # partitions of the current generation
         self._records: dict[int, list[int]] = {}  # partition -> rows of each record, in file order
@@ -157,6 +171,10 @@ class Spill:
             column = np.ascontiguousarray(rows.S[:, j], t)
             data.write(column.data)
             written += column.nbytes
+        for a in self.bin_columns:
+            column = counted_column(rows.S, int(a), *self.key_bins.kernel_args())
+            data.write(column.data)
+            written += column.nbytes
         data.write(np.ascontiguousarray(rows.y).data)
         if len(rows.w):
             data.write(np.ascontiguousarray(rows.w, "<f8").data)
@@ -183,7 +201,7 @@ class Spill:
             shutil.rmtree(old)
 
     def read(self, parts, batch_size: int, update_nodes: bool = True, columns_for=None,
-             n_tree_nodes: int | None = None) -> Iterator[RowBlock]:
+             n_tree_nodes: int | None = None, bins: bool = False) -> Iterator[RowBlock]:
         """The rows of the given partitions of the current generation, in row order per partition,
         in blocks of whole records (about ``batch_size`` rows, or one larger record).
 
@@ -193,23 +211,42 @@ class Spill:
         nodes (read first), names the slot columns the reader needs of it (None: all); the others are
         skipped on disk and hold no rows' values in the block (a gathering read needs only its
         candidate attributes' columns).  ``n_tree_nodes``: the tree's nodes, which bounds the nodes written
-        back (:func:`node_type`; unknown: four bytes a node)."""
+        back (:func:`node_type`; unknown: four bytes a node).
+
+        With ``bins`` (a folder with ``key_bins``), each keyed column holds its rows' bins, read in
+        place of the keys (the block's ``S`` in the narrowest type holding every column so), and the
+        block's ``keys`` (:class:`SpilledKeys`) reads the keys of the rows that need them."""
         self.reads += 1
         back = node_type(n_tree_nodes) if n_tree_nodes is not None else np.dtype("<i4")
         for p in sorted(parts):
             if p in self.parts:  # else no growing row reached this partition's nodes
-                yield from self._read_part(p, batch_size, update_nodes, columns_for, back)
+                yield from self._read_part(p, batch_size, update_nodes, columns_for, back, bins)
+
+    def _stored_columns(self) -> list[tuple[int, np.dtype, bool]]:
+        """A record's slot columns in file order: ``(attribute, type, is its bins)``."""
+        return [(j, t, False) for j, t in enumerate(self._column_types())] + \
+            [(int(a), np.dtype("<u2"), True) for a in self.bin_columns]
 
     def _read_part(self, p: int, batch_size: int, update_nodes: bool, columns_for=None,
-                   back: np.dtype = np.dtype("<i4")) -> Iterator[RowBlock]:
+                   back: np.dtype = np.dtype("<i4"), bins: bool = False) -> Iterator[RowBlock]:
         slot_type, class_type, weighted = self._layout
         held = self._node_types.get(p, np.dtype("<i4"))  # how this partition's node file holds the nodes
-        types = self._column_types()
-        stored_row = sum(t.itemsize for t in types)  # a row's slots as the files hold them
+        stored = self._stored_columns()
+        if bins:
+            keyed = set(int(a) for a in self.bin_columns)
+            slot_type = max([t for j, t, is_bin in stored if is_bin or j not in keyed], key=lambda t: t.itemsize)
+        else:
+            keyed = set()
+        stored_row = sum(t.itemsize for _, t, _ in stored)  # a row's slots as the files hold them
+        record_row = stored_row + class_type.itemsize + (8 if weighted else 0)
         node_file = self._file(self.generation, p, "node")
+        rows_file = self._file(self.generation, p, "rows")
         sizes = self._records[p]
+        position = 0  # of the next record in the rows file
+        mapped = MappedRows(rows_file)  # where a block read as bins finds its keys
         with contextlib.ExitStack() as files:
-            data = files.enter_context(open(self._file(self.generation, p, "rows"), "rb", buffering=0))
+            files.callback(mapped.close)
+            data = files.enter_context(open(rows_file, "rb", buffering=0))
             nodes = files.enter_context(open(node_file, "rb", buffering=0))
             routed = files.enter_context(open(node_file + ".next", "wb")) if update_nodes else None
             try:
@@ -220,15 +257,21 @@ class Spill:
                     if held == block.node.dtype:
                         _fill(nodes, block.node)
                     else:  # narrower on disk: read, then widened
-                        stored = np.empty(n, held)
-                        _fill(nodes, stored)
-                        block.node[:] = stored
+                        narrow_nodes = np.empty(n, held)
+                        _fill(nodes, narrow_nodes)
+                        block.node[:] = narrow_nodes
                     wanted = None if columns_for is None else columns_for(block.node)
                     at, skipped = 0, 0
                     narrow = {}  # a column stored narrower than the rows hold it: read, then widened
-                    for m in sizes[r:k]:
-                        for j, t in enumerate(types):
-                            if wanted is not None and j not in wanted:
+                    key_at = np.full((k - r, self.n_attributes), -1, np.int64) if bins else None
+                    for m_index, m in enumerate(sizes[r:k]):
+                        column_at = position
+                        for j, t, is_bin in stored:
+                            if bins and not is_bin and j in keyed:
+                                key_at[m_index, j] = column_at
+                            take = (is_bin == (j in keyed)) and (wanted is None or j in wanted)
+                            column_at += m * t.itemsize
+                            if not take:
                                 data.seek(m * t.itemsize, os.SEEK_CUR)
                                 skipped += m * t.itemsize
                             elif t == slot_type:
@@ -243,8 +286,10 @@ class Spill:
                         if weighted:
                             _fill(data, block.w[at:at + m])
                         at += m
-                    self.bytes_read += (block.y.nbytes + block.w.nbytes + n * (held.itemsize + stored_row)
-                                        - skipped)
+                        position += m * record_row
+                    if bins:
+                        block.keys = SpilledKeys(mapped, np.cumsum([0] + sizes[r:k - 1]), key_at)
+                    self.bytes_read += n * (record_row + held.itemsize) - skipped
                     raise_pending()  # a stop request a finaliser swallowed ends the fit here
                     yield block
                     if routed is not None:
@@ -281,6 +326,43 @@ class Spill:
         self._writing = {}
         shutil.rmtree(self.root, ignore_errors=True)
         self._signals.close()
+
+
+class MappedRows:
+    """A partition's rows file, mapped into memory at first use (the blocks of one read share it) and
+    dropped by :meth:`close` when the read leaves the partition."""
+
+    def __init__(self, path: str):
+        self.path, self._bytes = path, None
+
+    def bytes(self) -> np.ndarray:
+        if self._bytes is None:
+            self._bytes = np.memmap(self.path, np.uint8, "r").view(np.ndarray)
+        return self._bytes
+
+    def close(self) -> None:
+        self._bytes = None  # the last reference: unmapped
+
+
+@dataclass(frozen=True)
+class SpilledKeys:
+    """Where the keys of a block read as bins (:meth:`Spill.read` with ``bins``) are in its rows file:
+    record ``m`` of the block starts at block row ``first_row[m]``, and its column of attribute ``a``'s
+    keys (int64) at byte ``key_at[m, a]`` of the file (-1: not keyed)."""
+
+    rows_file: MappedRows
+    first_row: np.ndarray
+    key_at: np.ndarray
+
+    def fetch(self, rows: np.ndarray, attributes: np.ndarray) -> np.ndarray:
+        """The keys of the block's ``rows`` (ascending), each of its own attribute (``attributes``):
+        read where they lie, a few rows at a time (a split's open bin), never the whole column."""
+        m = np.searchsorted(self.first_row, rows, side="right") - 1
+        column = self.key_at[m, attributes]
+        if len(column) and column.min() < 0:
+            raise AssertionError("keys asked of a column that holds none")
+        at = column + (rows - self.first_row[m]) * 8
+        return np.ascontiguousarray(self.rows_file.bytes()[at[:, None] + np.arange(8)]).view("<i8").reshape(-1)
 
 
 def _fill(f, out: np.ndarray) -> None:

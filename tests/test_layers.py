@@ -25,7 +25,7 @@ STORAGE, ENGINE, LEARNERS, CLI = 0, 1, 2, 3
 LAYER_NAMES = {STORAGE: "storage", ENGINE: "engine", LEARNERS: "learners", CLI: "cli"}
 # Every module of rainforest/ is placed here by hand (a new module fails until it is): the
 # storage and BOAT packages by prefix.
-ENGINE_MODULES = ["atomic", "split_choice", "target_parts", "avc", "bayes_counts", "boost_store", "bayes_sql", "bayes_state", "bootstrap", "budget", "categorical_splits",
+ENGINE_MODULES = ["atomic", "split_choice", "target_parts", "avc", "bin_routing", "bayes_counts", "boost_store", "bayes_sql", "bayes_state", "bootstrap", "budget", "categorical_splits",
                   "combinations", "compact", "constraints", "count_bins", "counting", "cost_complexity", "criteria",
                   "dask_predict", "exact_bins", "exact_gather", "exact_search", "gather_kernels", "gather_scratch",
                   "datasets", "errors", "forest_exact", "forest_grow", "forest_kernels", "forest_levels", "forest_oob", "forest_passes",
