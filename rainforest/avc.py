@@ -261,11 +261,13 @@ class AvcPass:
         held.release_spare()
 
     @property
-    def counts_bins(self) -> bool:
-        """Whether a spilled read may give this pass its keyed columns as bins (:mod:`rainforest.bin_routing`):
-        it has keyed attributes, and neither keeps nor spills the rows (which need their keys) nor
-        counts a regressor's exact parts."""
-        return self.keep_into is None and self.spill is None and not len(self.grid) and bool(self.counted.keyed.any())
+    def spilled_keys(self) -> str:
+        """How a spilled read gives this pass its keyed columns (:meth:`rainforest.spill.Spill.read`'s
+        ``keyed_as``): as their bins (:mod:`rainforest.bin_routing`) where it has keyed attributes and
+        neither keeps nor spills the rows (which need their keys) nor counts a regressor's exact parts;
+        else as keys."""
+        bins = self.keep_into is None and self.spill is None and not len(self.grid) and self.counted.keyed.any()
+        return "bins" if bins else "keys"
 
     def _bins_routing(self) -> tuple:
         """The routing of rows read as bins and the bins' view of the counted slots (made once a pass)."""
@@ -277,7 +279,7 @@ class AvcPass:
         """Count encoded rows (from a data pass or the spill folder, as keys or as bins) at their frontier nodes."""
         counted = None
         if rows.keys is not None:  # keyed columns read as bins
-            binned, open_cut, counted = self._bins_routing()
+            binned, open_bin, counted = self._bins_routing()
         if len(self.node_pos) == 1:  # the tree is its root: every row is there, in row order
             order, starts, ends = NO_ORDER, np.zeros(self.n_nodes, np.int64), np.zeros(self.n_nodes, np.int64)
             if self.node_pos[0] >= 0:
@@ -286,7 +288,7 @@ class AvcPass:
             if counted is None:
                 descend(rows.S, rows.node, *self.routing)
             else:
-                route_binned(rows, self.routing, binned, open_cut)
+                route_binned(rows, self.routing, binned, open_bin)
             order, starts, ends = group_rows(rows.node, self.node_pos, self.n_nodes, 4 * numba.get_num_threads())
         self._accumulate(state, rows.S, rows.y, rows.w, order, starts, ends, counted)
         if self.keep_into is not None:

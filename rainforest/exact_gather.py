@@ -197,6 +197,13 @@ class ValuePass:
         with_cells = np.flatnonzero(np.diff(pair_start) > 0) // max(n_nodes, 1)
         return frozenset(int(a) for a in np.asarray(self.level.attrs)[np.unique(with_cells)])
 
+    @property
+    def spilled_keys(self) -> str:
+        """How a spilled read gives this pass its keyed columns (:meth:`rainforest.spill.Spill.read`'s
+        ``keyed_as``): with their bins beside the keys, where it has keyed attributes, so that its scan
+        for candidate cells reads two bytes a row and the keys of candidate rows only."""
+        return "both" if self.level.counted.keyed.any() else "keys"
+
     def columns_for(self, node: np.ndarray):
         """The slot columns a spilled block of rows at ``node`` needs: the candidate attributes' where
         every row stands at a node the level's count routed it to (the spill's node files, written back
@@ -235,7 +242,7 @@ class ValuePass:
         else:
             descend(rows.S, rows.node, *task.routing)
             order, starts, ends = group_rows(rows.node, task.node_pos, task.n_nodes, 4 * numba.get_num_threads())
-        return self._add(state, rows.S, rows.y, rows.w, order, starts, ends)
+        return self._add(state, rows.S, rows.y, rows.w, order, starts, ends, rows.bins)
 
     def hold(self, pieces: list):
         return self.level.hold(pieces)
@@ -252,7 +259,8 @@ class ValuePass:
         starts, ends = kept.spans(self.level.node_pos, self.level.n_nodes)
         return self._add(state, kept.S, kept.y, kept.w, np.empty(0, np.int32), starts, ends)
 
-    def _add(self, state, S, y, w, order, starts, ends) -> ValueState:
+    def _add(self, state, S, y, w, order, starts, ends, bins: np.ndarray | None = None) -> ValueState:
+        """Add the candidate rows of ``S`` (``bins``: its keyed columns' bins, read beside them)."""
         task, c, cells = self.level, self.level.counted, self.cells
         if cells.n_dense and len(w):
             raise AssertionError("dense candidate cells count unit weights only")
@@ -261,7 +269,9 @@ class ValuePass:
         low, high = np.full(n_cells, top.max, S.dtype), np.full(n_cells, top.min, S.dtype)
         one_value, n_in = np.zeros((n_cells, state.counts.shape[1])), np.zeros(n_cells, np.int64)
         pair_start, pair_cells = self.pairs
-        args = (S, y, w, order, starts, ends, task.attrs, task.group_offsets(), *c.kernel_args(), cells.number,
+        from_bins = c.keyed if bins is not None else np.zeros(len(c.shift), np.bool_)
+        args = (S, y, w, order, starts, ends, task.attrs, task.group_offsets(), *c.kernel_args(),
+                NO_BINS if bins is None else bins, from_bins, cells.number,
                 pair_start, pair_cells, cells.first, cells.dense_at, state.dense_rows(), low, high, one_value, n_in,
                 task.weighted)
         notes = self._notes(starts, ends)
@@ -343,6 +353,7 @@ def numbered_from_zero(values: ValueCounts, idx: np.ndarray, n_chunk: int) -> Va
     return values
 
 
+NO_BINS = np.zeros((0, 0), np.uint16)  # pick_rows' bins where a block has none beside its slots
 NOTED_ROWS = 1 << 22  # rows pick_rows may note in a block's first scan (12 bytes each: 48 MB)
 REFINED_SLOTS = 1 << 20  # nodes are refined and searched in chunks of about this many slots
 

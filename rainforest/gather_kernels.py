@@ -12,11 +12,13 @@ from .counting import add_row
 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counted, key_base, table, table_start,
-              group, pair_start, pair_cells, first, dense_at, dense, low, high, one_value, n_in, count_rows, seen_row,
+              B, from_bins, group, pair_start, pair_cells, first, dense_at, dense, low, high, one_value, n_in, count_rows, seen_row,
               seen_cell, seen_at, seen_n, out_group, out_rank, out_y, out_w, at, fill):
     """The rows of a block whose counted slot is a candidate at their node, in two calls, per (attribute,
     node) pair ``p = j * n_nodes + k`` (node ``k``'s rows ``starts[k]:ends[k]``, through ``order``
-    unless it is empty) and row in row order.  Pair ``p``'s candidate cells are
+    unless it is empty) and row in row order; an attribute with ``from_bins[a]`` takes its counted slots
+    from ``B[i, a]`` (a keyed column's bins read beside its keys, :meth:`rainforest.spill.Spill.read`),
+    so the scan reads a key only for rows of candidate cells.  Pair ``p``'s candidate cells are
     ``pair_cells[pair_start[p]:pair_start[p + 1]]``; a pair without one is not scanned.
 
     The first call (``fill`` False) adds a row of a dense cell (``dense_at[g] >= 0``) at once to its
@@ -62,6 +64,7 @@ def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_co
             continue
         sh, miss, nc, kb = shift[a], missing[a], n_counted[a], key_base[a]
         tab = table[table_start[a]:table_start[a + 1]]
+        counted_as_read = from_bins[a]
         cells = group[k, offsets[j]:offsets[j + 1]]
         lo = starts[k]
         rows = order[lo:ends[k]]
@@ -69,10 +72,13 @@ def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_co
         noted = seen_at[p] if noting else 0
         for t in range(ends[k] - lo):
             i = np.uint64(lo + t) if direct else np.uint64(rows[t])
-            v = S[i, a]
-            g = cells[counted_slot(np.uint64(v), sh, miss, nc, kb, tab)]
+            if counted_as_read:
+                g = cells[np.uint64(B[i, a])]
+            else:
+                g = cells[counted_slot(np.uint64(S[i, a]), sh, miss, nc, kb, tab)]
             if g < 0:
                 continue
+            v = S[i, a]
             ug = np.uint64(g)
             d = dense_at[ug]
             if fill:

@@ -114,13 +114,14 @@ class RowBlock:
     """Encoded rows in row order: ``S`` (rows x attributes, column-major), class codes ``y``,
     weights ``w`` (empty when all are one) and the node ``node`` each row has reached.  A block read
     from the spill as bins (:meth:`rainforest.spill.Spill.read`) holds its keyed columns' bins in
-    ``S`` and says in ``keys`` where their keys are."""
+    ``S`` and says in ``keys`` where their keys are; one read with both holds the bins in ``bins``."""
 
     S: np.ndarray
     y: np.ndarray
     w: np.ndarray
     node: np.ndarray
     keys: object = None  # rainforest.spill.SpilledKeys of a block read as bins
+    bins: np.ndarray | None = None  # keyed columns' bins beside their keys in S (a spill read of both)
 
     def __len__(self) -> int:
         return self.y.shape[0]

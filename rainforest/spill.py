@@ -201,7 +201,7 @@ class Spill:
             shutil.rmtree(old)
 
     def read(self, parts, batch_size: int, update_nodes: bool = True, columns_for=None,
-             n_tree_nodes: int | None = None, bins: bool = False) -> Iterator[RowBlock]:
+             n_tree_nodes: int | None = None, keyed_as: str = "keys") -> Iterator[RowBlock]:
         """The rows of the given partitions of the current generation, in row order per partition,
         in blocks of whole records (about ``batch_size`` rows, or one larger record).
 
@@ -213,14 +213,18 @@ class Spill:
         candidate attributes' columns).  ``n_tree_nodes``: the tree's nodes, which bounds the nodes written
         back (:func:`node_type`; unknown: four bytes a node).
 
-        With ``bins`` (a folder with ``key_bins``), each keyed column holds its rows' bins, read in
-        place of the keys (the block's ``S`` in the narrowest type holding every column so), and the
-        block's ``keys`` (:class:`SpilledKeys`) reads the keys of the rows that need them."""
+        In a folder with ``key_bins``, ``keyed_as`` says how the block holds keyed columns: ``"keys"``;
+        ``"bins"``, read in place of the keys (``S`` in the narrowest type holding every column so, and
+        the block's ``keys``, a :class:`SpilledKeys`, reads the keys of the rows that need them); or
+        ``"both"``, the keys in ``S`` and the bins in the block's ``bins``."""
+        if keyed_as not in ("keys", "bins", "both"):
+            raise ValueError(f"keyed_as must be 'keys', 'bins' or 'both', not {keyed_as!r}")
         self.reads += 1
         back = node_type(n_tree_nodes) if n_tree_nodes is not None else np.dtype("<i4")
         for p in sorted(parts):
             if p in self.parts:  # else no growing row reached this partition's nodes
-                yield from self._read_part(p, batch_size, update_nodes, columns_for, back, bins)
+                yield from self._read_part(p, batch_size, update_nodes, columns_for, back,
+                                           keyed_as if self.key_bins is not None else "keys")
 
     def _stored_columns(self) -> list[tuple[int, np.dtype, bool]]:
         """A record's slot columns in file order: ``(attribute, type, is its bins)``."""
@@ -228,15 +232,19 @@ class Spill:
             [(int(a), np.dtype("<u2"), True) for a in self.bin_columns]
 
     def _read_part(self, p: int, batch_size: int, update_nodes: bool, columns_for=None,
-                   back: np.dtype = np.dtype("<i4"), bins: bool = False) -> Iterator[RowBlock]:
+                   back: np.dtype = np.dtype("<i4"), keyed_as: str = "keys") -> Iterator[RowBlock]:
         slot_type, class_type, weighted = self._layout
         held = self._node_types.get(p, np.dtype("<i4"))  # how this partition's node file holds the nodes
         stored = self._stored_columns()
-        if bins:
-            keyed = set(int(a) for a in self.bin_columns)
-            slot_type = max([t for j, t, is_bin in stored if is_bin or j not in keyed], key=lambda t: t.itemsize)
+        keyed = set(int(a) for a in self.bin_columns)
+        # where each stored column goes: S ("S"), the block's bins ("bins"), or nowhere
+        if keyed_as == "keys":
+            goes = ["S" if not is_bin else None for _, _, is_bin in stored]
+        elif keyed_as == "bins":
+            goes = ["S" if is_bin or j not in keyed else None for j, _, is_bin in stored]
+            slot_type = max([t for (_, t, _), g in zip(stored, goes) if g], key=lambda t: t.itemsize)
         else:
-            keyed = set()
+            goes = ["bins" if is_bin else "S" for _, _, is_bin in stored]
         stored_row = sum(t.itemsize for _, t, _ in stored)  # a row's slots as the files hold them
         record_row = stored_row + class_type.itemsize + (8 if weighted else 0)
         node_file = self._file(self.generation, p, "node")
@@ -254,6 +262,8 @@ class Spill:
                     n = sum(sizes[r:k])
                     block = RowBlock(np.empty((n, self.n_attributes), slot_type, order="F"), np.empty(n, class_type),
                                      np.empty(n if weighted else 0, "<f8"), np.empty(n, "<i4"))
+                    if keyed_as == "both":
+                        block.bins = np.empty((n, self.n_attributes), np.uint16, order="F")
                     if held == block.node.dtype:
                         _fill(nodes, block.node)
                     else:  # narrower on disk: read, then widened
@@ -263,31 +273,32 @@ class Spill:
                     wanted = None if columns_for is None else columns_for(block.node)
                     at, skipped = 0, 0
                     narrow = {}  # a column stored narrower than the rows hold it: read, then widened
-                    key_at = np.full((k - r, self.n_attributes), -1, np.int64) if bins else None
+                    key_at = np.full((k - r, self.n_attributes), -1, np.int64) if keyed_as == "bins" else None
                     for m_index, m in enumerate(sizes[r:k]):
                         column_at = position
-                        for j, t, is_bin in stored:
-                            if bins and not is_bin and j in keyed:
+                        for (j, t, is_bin), to in zip(stored, goes):
+                            if key_at is not None and not is_bin and j in keyed:
                                 key_at[m_index, j] = column_at
-                            take = (is_bin == (j in keyed)) and (wanted is None or j in wanted)
                             column_at += m * t.itemsize
-                            if not take:
+                            if to is None or (wanted is not None and j not in wanted):
                                 data.seek(m * t.itemsize, os.SEEK_CUR)
                                 skipped += m * t.itemsize
-                            elif t == slot_type:
-                                _fill(data, block.S[at:at + m, j])
+                                continue
+                            out = (block.S if to == "S" else block.bins)[at:at + m, j]
+                            if t == out.dtype:
+                                _fill(data, out)
                             else:
                                 buf = narrow.get(t)
                                 if buf is None or len(buf) < m:
                                     buf = narrow[t] = np.empty(max(m, 1 << 16), t)
                                 _fill(data, buf[:m])
-                                block.S[at:at + m, j] = buf[:m]
+                                out[:] = buf[:m]
                         _fill(data, block.y[at:at + m])
                         if weighted:
                             _fill(data, block.w[at:at + m])
                         at += m
                         position += m * record_row
-                    if bins:
+                    if key_at is not None:
                         block.keys = SpilledKeys(mapped, np.cumsum([0] + sizes[r:k - 1]), key_at)
                     self.bytes_read += n * (record_row + held.itemsize) - skipped
                     raise_pending()  # a stop request a finaliser swallowed ends the fit here

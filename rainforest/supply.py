@@ -43,11 +43,12 @@ class RowSupply:
             # routes no row further than the level's count did (a gathering) has nothing to write back
             update = task.spill is None and getattr(task, "routes_rows", True)
             routing = getattr(task, "routing", None)  # the tree's nodes bound those written back
-            # a count that routes rows reads keyed columns as their bins where the folder has them
-            bins = update and self.spill.key_bins is not None and getattr(task, "counts_bins", False)
+            # keyed columns as the task reads them (where the folder has bins): a count that routes rows
+            # as their bins, a gathering with their bins beside the keys
+            keyed_as = getattr(task, "spilled_keys", "keys")
             for rows in self.spill.read(parts, self.batch_size, update_nodes=update,
                                         columns_for=getattr(task, "columns_for", None),
-                                        n_tree_nodes=None if routing is None else len(routing[1]), bins=bins):
+                                        n_tree_nodes=None if routing is None else len(routing[1]), keyed_as=keyed_as):
                 state = task.count(state, rows)
                 meter(len(rows))
             meter.done()

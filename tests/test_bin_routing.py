@@ -10,6 +10,7 @@ from rainforest import DecisionTreeClassifier, spill as spill_module
 from rainforest.avc import AvcPass
 from rainforest.bin_routing import binned_routing, route_binned
 from rainforest.count_bins import CountedSlots
+from rainforest.exact_gather import ValuePass
 from rainforest.rows import RowBlock, descend
 from rainforest.spill import Spill
 from rainforest.value_keys import KEY_MISSING, key_bins, keys_of
@@ -57,7 +58,8 @@ def _spilled(tmp_path, S, y, w, counted, sizes) -> Spill:
 @pytest.mark.parametrize("weighted", [False, True])
 def test_spilled_bins_and_keys_read_back(tmp_path, weighted):
     """A read as keys gives the rows written; a read as bins gives each keyed column's counted bins and
-    the other columns as written, and its blocks' keys are the keys written, for any rows asked."""
+    the other columns as written, and its blocks' keys are the keys written, for any rows asked; a read
+    of both gives the keys and, beside them, the bins."""
     rng = np.random.default_rng(3)
     S, counted = _rows(rng, 5000)
     y = rng.integers(0, 3, len(S)).astype(np.uint8)
@@ -66,14 +68,18 @@ def test_spilled_bins_and_keys_read_back(tmp_path, weighted):
     try:
         as_keys = list(spill.read([0], 2000, update_nodes=False))
         keys_read = spill.bytes_read
-        as_bins = list(spill.read([0], 2000, update_nodes=False, bins=True))
+        as_bins = list(spill.read([0], 2000, update_nodes=False, keyed_as="bins"))
         bins_read = spill.bytes_read - keys_read
+        as_both = list(spill.read([0], 2000, update_nodes=False, keyed_as="both"))
+        assert np.array_equal(np.concatenate([b.S for b in as_both]), S)
+        beside = np.concatenate([b.bins for b in as_both])
         assert len(as_keys) == len(as_bins) > 1
         assert np.array_equal(np.concatenate([b.S for b in as_keys]), S)
         got = np.concatenate([b.S for b in as_bins])
         assert got.dtype == np.uint16
         for a in (0, 1):
             assert np.array_equal(got[:, a], counted.of(a, S[:, a]))
+            assert np.array_equal(beside[:, a], got[:, a])
         assert np.array_equal(got[:, 2], S[:, 2])
         for blocks in (as_keys, as_bins):
             assert np.array_equal(np.concatenate([b.y for b in blocks]), y)
@@ -142,19 +148,20 @@ def test_rows_read_as_bins_reach_the_nodes_their_keys_do(tmp_path, seed):
     rng = np.random.default_rng(seed)
     S, counted = _rows(rng, 6000)
     routing = _tree(rng, S, counted)
-    binned, open_cut = binned_routing(routing, counted)
+    binned, open_bin = binned_routing(routing, counted)
     on_keys = (routing[1] >= 0) & (routing[0] < 2)
-    assert open_cut[on_keys].any() and not open_cut[on_keys].all()  # both kinds of cut
-    assert not open_cut[~on_keys].any()
+    is_open = open_bin >= 0
+    assert is_open[on_keys].any() and not is_open[on_keys].all()  # both kinds of cut
+    assert not is_open[~on_keys].any() and np.array_equal(open_bin[is_open], binned[4][is_open])
     spill = _spilled(tmp_path, S, np.zeros(len(S), np.uint8), np.empty(0), counted, [2500, 3500])
     fetched = []
     try:
         want = np.zeros(len(S), np.int32)
         descend(S, want, *routing)
         got = []
-        for block in spill.read([0], 4000, update_nodes=False, bins=True):
+        for block in spill.read([0], 4000, update_nodes=False, keyed_as="bins"):
             block.keys = _Counting(block.keys, fetched)
-            route_binned(block, routing, binned, open_cut)
+            route_binned(block, routing, binned, open_bin)
             got.append(block.node)
         assert np.array_equal(np.concatenate(got), want)
         assert 0 < sum(fetched) < len(S) // 4  # the open bins' rows only
@@ -175,7 +182,8 @@ class _Counting:
 
 def test_a_spilled_keyed_fit_counts_bins_and_grows_the_same_tree(monkeypatch):
     """A fit whose keyed rows are spilled counts them read as bins (fewer bytes read, open bins' keys
-    fetched) and grows, JSON for JSON, the tree counting them read as keys grows."""
+    fetched) and gathers candidate rows by their bins, and grows, JSON for JSON, the tree reading
+    keys alone grows."""
     rng = np.random.default_rng(11)
     n = 60_000
     x, z = rng.standard_normal(n) * 1e3, rng.uniform(0, 1, n)
@@ -189,7 +197,8 @@ def test_a_spilled_keyed_fit_counts_bins_and_grows_the_same_tree(monkeypatch):
     kw = dict(max_bins=None, max_depth=8, memory_budget="400KB", batch_size=4096)
     got = DecisionTreeClassifier(**kw).fit(table, target="class")
     assert fetched and got.grow_stats_.spill_reads > 2
-    monkeypatch.setattr(AvcPass, "counts_bins", property(lambda self: False))
+    monkeypatch.setattr(AvcPass, "spilled_keys", "keys")
+    monkeypatch.setattr(ValuePass, "spilled_keys", "keys")
     fetched.clear()
     want = DecisionTreeClassifier(**kw).fit(table, target="class")
     assert not fetched
