@@ -26,6 +26,7 @@ left by a process killed outright is removed by the next spill made beside it.
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import shutil
 import tempfile
@@ -251,9 +252,7 @@ class Spill:
         rows_file = self._file(self.generation, p, "rows")
         sizes = self._records[p]
         position = 0  # of the next record in the rows file
-        mapped = MappedRows(rows_file)  # where a block read as bins finds its keys
         with contextlib.ExitStack() as files:
-            files.callback(mapped.close)
             data = files.enter_context(open(rows_file, "rb", buffering=0))
             nodes = files.enter_context(open(node_file, "rb", buffering=0))
             routed = files.enter_context(open(node_file + ".next", "wb")) if update_nodes else None
@@ -299,7 +298,7 @@ class Spill:
                         at += m
                         position += m * record_row
                     if key_at is not None:
-                        block.keys = SpilledKeys(mapped, np.cumsum([0] + sizes[r:k - 1]), key_at)
+                        block.keys = SpilledKeys(data.fileno(), np.cumsum([0] + sizes[r:k - 1]), key_at)
                     self.bytes_read += n * (record_row + held.itemsize) - skipped
                     raise_pending()  # a stop request a finaliser swallowed ends the fit here
                     yield block
@@ -339,41 +338,39 @@ class Spill:
         self._signals.close()
 
 
-class MappedRows:
-    """A partition's rows file, mapped into memory at first use (the blocks of one read share it) and
-    dropped by :meth:`close` when the read leaves the partition."""
-
-    def __init__(self, path: str):
-        self.path, self._bytes = path, None
-
-    def bytes(self) -> np.ndarray:
-        if self._bytes is None:
-            self._bytes = np.memmap(self.path, np.uint8, "r").view(np.ndarray)
-        return self._bytes
-
-    def close(self) -> None:
-        self._bytes = None  # the last reference: unmapped
-
-
 @dataclass(frozen=True)
 class SpilledKeys:
-    """Where the keys of a block read as bins (:meth:`Spill.read` with ``bins``) are in its rows file:
-    record ``m`` of the block starts at block row ``first_row[m]``, and its column of attribute ``a``'s
-    keys (int64) at byte ``key_at[m, a]`` of the file (-1: not keyed)."""
+    """Where the keys of a block read as bins (:meth:`Spill.read` with ``keyed_as="bins"``) are in its
+    rows file (open as ``fileno`` while the block is read): record ``m`` of the block starts at block
+    row ``first_row[m]``, and its column of attribute ``a``'s keys (int64) at byte ``key_at[m, a]``
+    of the file (-1: not keyed)."""
 
-    rows_file: MappedRows
+    fileno: int
     first_row: np.ndarray
     key_at: np.ndarray
 
     def fetch(self, rows: np.ndarray, attributes: np.ndarray) -> np.ndarray:
         """The keys of the block's ``rows`` (ascending), each of its own attribute (``attributes``):
-        read where they lie, a few rows at a time (a split's open bin), never the whole column."""
+        read where they lie, a few rows at a time (a split's open bin), never the whole column.  The
+        file's span holding them is mapped for this call only: pages a mapping keeps count in the
+        process's resident memory (a 100M-row fit's peak went from 0.9 to 2.3 GB with one mapping
+        kept for a partition's read)."""
+        if not len(rows):
+            return np.zeros(0, np.int64)
         m = np.searchsorted(self.first_row, rows, side="right") - 1
         column = self.key_at[m, attributes]
-        if len(column) and column.min() < 0:
+        if column.min() < 0:
             raise AssertionError("keys asked of a column that holds none")
         at = column + (rows - self.first_row[m]) * 8
-        return np.ascontiguousarray(self.rows_file.bytes()[at[:, None] + np.arange(8)]).view("<i8").reshape(-1)
+        first = int(at.min()) // mmap.ALLOCATIONGRANULARITY * mmap.ALLOCATIONGRANULARITY
+        span = mmap.mmap(self.fileno, int(at.max()) + 8 - first, offset=first, access=mmap.ACCESS_READ)
+        try:
+            data = np.frombuffer(span, np.uint8)
+            keys = data[(at - first)[:, None] + np.arange(8)]  # a copy: nothing keeps the mapping
+            del data
+        finally:
+            span.close()
+        return keys.view("<i8").reshape(-1)
 
 
 def _fill(f, out: np.ndarray) -> None:

@@ -68,7 +68,16 @@ def test_spilled_bins_and_keys_read_back(tmp_path, weighted):
     try:
         as_keys = list(spill.read([0], 2000, update_nodes=False))
         keys_read = spill.bytes_read
-        as_bins = list(spill.read([0], 2000, update_nodes=False, keyed_as="bins"))
+        as_bins, at = [], 0
+        for block in spill.read([0], 2000, update_nodes=False, keyed_as="bins"):
+            # keys are fetched while the block is read (its file is open then)
+            rows = np.sort(rng.choice(len(block), min(200, len(block)), replace=False))
+            attrs = rng.integers(0, 2, len(rows))
+            assert np.array_equal(block.keys.fetch(rows, attrs), S[at + rows, attrs])
+            with pytest.raises(AssertionError, match="holds none"):
+                block.keys.fetch(rows[:1], np.array([2]))
+            as_bins.append(block)
+            at += len(block)
         bins_read = spill.bytes_read - keys_read
         as_both = list(spill.read([0], 2000, update_nodes=False, keyed_as="both"))
         assert np.array_equal(np.concatenate([b.S for b in as_both]), S)
@@ -85,14 +94,6 @@ def test_spilled_bins_and_keys_read_back(tmp_path, weighted):
             assert np.array_equal(np.concatenate([b.y for b in blocks]), y)
             if weighted:
                 assert np.array_equal(np.concatenate([b.w for b in blocks]), w)
-        at = 0
-        for block in as_bins:
-            rows = np.sort(rng.choice(len(block), 200, replace=False))
-            attrs = rng.integers(0, 2, len(rows))
-            assert np.array_equal(block.keys.fetch(rows, attrs), S[at + rows, attrs])
-            with pytest.raises(AssertionError, match="holds none"):
-                block.keys.fetch(rows[:1], np.array([2]))
-            at += len(block)
         assert bins_read == keys_read - 12 * len(S)  # two int64 keys a row read as two uint16 bins
     finally:
         spill.remove()
