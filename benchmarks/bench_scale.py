@@ -100,6 +100,9 @@ def _run_rainforest(args, max_bins) -> dict:
         if plan.SMALL_EXACT_ROWS == 0:  # and spilled, as the big fits' rows are: the spill's reads and
             # the gathering's kernels are not compiled inside the timed fit after a kernel module changed
             DecisionTreeClassifier(**{**kw, "memory_budget": "128KB" if max_bins else "8MB"}).fit(warm, target=LABEL)
+            if not max_bins:  # and keyed, as the big fits' wide columns are
+                with harness.keyed_columns():
+                    DecisionTreeClassifier(**{**kw, "memory_budget": "8MB"}).fit(warm, target=LABEL)
     warmup = time.perf_counter() - t0
     del warm
 
@@ -667,7 +670,8 @@ def write_markdown(path: Path, rows, info) -> None:
                                        f" vs {_fmt(r.get('peak_rss_mb'), '.0f')} MB reported" for r in spark_rows)
            if spark_rows else "") + ". A killed child's peak is the sum of the VmHWM the sampler last saw of each process in its session.",
         "- Every child first runs an untimed warm-up fit on 5,000 rows (rainforest exact: 100,000 rows counted "
-        "in bins, as the big fits count them, then again spilled at a tiny budget; rainforest: Numba kernels "
+        "in bins, as the big fits count them, then again spilled at a tiny budget, and spilled with its wide columns "
+        "keyed; rainforest: Numba kernels "
         "from the cache; peers: first-call set-up; Spark: session start and JIT). Before each contender the parent "
         "reads the training files once (page cache) when they take less than half the RAM.",
         f"- Repeats: each contender fits up to {info.get('repeats', 1)} time(s) in a row in its process at sizes "
