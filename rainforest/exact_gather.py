@@ -164,6 +164,7 @@ class ValuePass:
     # nor moves a row past the node the level's count routed it to: the spill's node files, which
     # that count wrote back, stay as they are (descend from them is idempotent)
     routes_rows = False
+    _routed: object = field(default=None, init=False, repr=False)  # the nodes of the last block columns_for found routed
 
     @property
     def store(self):
@@ -210,6 +211,7 @@ class ValuePass:
         by that count), else all (a row at a split node is routed by :meth:`count` first)."""
         if any_split(self.level.routing[1], node):
             return None
+        self._routed = node  # count() need not route this block: the scan found no row to move
         return self.candidate_attributes
 
     def new_state(self) -> ValueState:
@@ -240,7 +242,8 @@ class ValuePass:
             if task.node_pos[0] >= 0:
                 ends[task.node_pos[0]] = len(rows)
         else:
-            descend(rows.S, rows.node, *task.routing)
+            if rows.node is not self._routed:
+                descend(rows.S, rows.node, *task.routing)
             order, starts, ends = group_rows(rows.node, task.node_pos, task.n_nodes, 4 * numba.get_num_threads())
         return self._add(state, rows.S, rows.y, rows.w, order, starts, ends, rows.bins)
 
