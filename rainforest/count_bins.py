@@ -69,7 +69,8 @@ class CountedSlots:
     counted slot, or keys to a range of a keyed attribute's table; 0: one counted slot per slot),
     ``missing`` (the rows' missing slot, the attribute's ``n_slots``), ``n_counted`` (counted slots,
     the missing one excluded), and for keyed attributes the :class:`rainforest.value_keys.KeyBins`
-    ``base`` and table (``table[table_start[a]:table_start[a + 1]]``, empty for the others)."""
+    ``base`` (``base[a]``: its :meth:`rainforest.value_keys.KeyBins.kernel_base` triple, base and gap)
+    and table (``table[table_start[a]:table_start[a + 1]]``, empty for the others)."""
 
     shift: np.ndarray
     missing: np.ndarray
@@ -81,7 +82,7 @@ class CountedSlots:
 
     def __post_init__(self):
         if self.base is None:
-            object.__setattr__(self, "base", np.zeros(len(self.shift), np.uint64))
+            object.__setattr__(self, "base", np.zeros((len(self.shift), 3), np.uint64))
         if self.table_start is None:
             object.__setattr__(self, "table_start", np.zeros(len(self.shift) + 1, np.int64))
 
@@ -121,7 +122,8 @@ class CountedSlots:
         missing = slots == int(self.missing[a])
         if self.keyed[a]:
             t = self.table[self.table_start[a]:self.table_start[a + 1]]
-            bins = KeyBins(int(self.base[a]), int(self.shift[a]), t).bins_of(np.where(missing, 0, slots))
+            base, gap_at, gap_width = (int(v) for v in self.base[a])
+            bins = KeyBins(base, int(self.shift[a]), t, gap_at, gap_width).bins_of(np.where(missing, 0, slots))
         else:
             bins = slots >> int(self.shift[a])
         return np.where(missing, int(self.n_counted[a]), bins)
@@ -149,10 +151,11 @@ def counted_slots(schema: Schema, max_bins: int | None = EXACT_BINS) -> CountedS
     n_counted = np.where(shift > 0, ((n - 1) >> shift) + 1, n)
     if not keyed.any():
         return CountedSlots(shift.astype(np.uint64), n.astype(np.uint64), n_counted.astype(np.uint64))
-    base = np.zeros(len(n), np.uint64)
+    base = np.zeros((len(n), 3), np.uint64)
     sizes = np.zeros(len(n), np.int64)
     for a in np.flatnonzero(keyed):
-        shift[a], base[a], sizes[a], n_counted[a] = keys[a].shift, keys[a].base, len(keys[a].table), keys[a].n_bins
+        shift[a], sizes[a], n_counted[a] = keys[a].shift, len(keys[a].table), keys[a].n_bins
+        base[a] = keys[a].kernel_base()
     table = np.concatenate([_NO_TABLE] + [k.table for k in keys if k is not None]).astype(np.uint16)
     return CountedSlots(shift.astype(np.uint64), n.astype(np.uint64), n_counted.astype(np.uint64), base, table,
                         np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
@@ -160,7 +163,8 @@ def counted_slots(schema: Schema, max_bins: int | None = EXACT_BINS) -> CountedS
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def counted_slot(s, shift, missing, n_counted, base, table):
-    """The counted slot of slot ``s`` (``s``, ``shift``, ``missing``, ``n_counted``, ``base``: ``uint64``):
+    """The counted slot of slot ``s`` (``s``, ``shift``, ``missing``, ``n_counted``: ``uint64``; ``base``:
+    the attribute's ``uint64`` triple, :attr:`CountedSlots.base`):
     the missing slot after the bins; else, with an empty ``table``, its bin of ranks ``s >> shift``,
     and for a keyed attribute the bin ``table`` gives its range of keys (clamped to the table)."""
     if s == missing:

@@ -68,11 +68,17 @@ def value_of_key(key: int) -> float:
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def key_bin(s, base, shift, table):
-    """The bin of key ``s`` (its int64 bits as ``uint64``; ``base``, ``shift``: ``uint64``) in a
-    :class:`KeyBins` table: its range of keys, clamped to the table (the counting kernels' form of
-    :meth:`KeyBins.bins_of`)."""
+    """The bin of key ``s`` (its int64 bits as ``uint64``; ``shift``: ``uint64``; ``base``: the
+    :class:`KeyBins` ``uint64`` triple of :meth:`KeyBins.kernel_base`) in a :class:`KeyBins` table:
+    its range of keys, clamped to the table (the counting kernels' form of :meth:`KeyBins.bins_of`)."""
     u = s ^ _SIGN
-    c = (u - base) >> shift if u > base else np.uint64(0)
+    gap_at, gap_width = base[1], base[2]
+    if u > gap_at + gap_width:  # past the gap: closed up
+        u -= gap_width
+    elif u > gap_at:  # inside it: with its first key
+        u = gap_at
+    b = base[0]
+    c = (u - b) >> shift if u > b else np.uint64(0)
     last = np.uint64(table.shape[0] - 1)
     return np.uint64(table[c if c < last else last])
 
@@ -80,21 +86,31 @@ def key_bin(s, base, shift, table):
 @dataclass(frozen=True)
 class KeyBins:
     """The bins a keyed attribute is counted in: key ``k`` (not missing) falls in range
-    ``c = (unsigned(k) - base) >> shift`` (clamped to the table), whose bin is ``table[c]``; bins
-    are numbered ``0 .. n_bins - 1`` in key order.  ``unsigned(k)`` is ``k`` with its top bit
-    flipped: the key's order as an unsigned number."""
+    ``c = (u - base) >> shift`` (clamped to the table), whose bin is ``table[c]``; bins are numbered
+    ``0 .. n_bins - 1`` in key order.  ``u`` is ``unsigned(k)`` (``k`` with its top bit flipped: the
+    key's order as an unsigned number) with the *gap* ``(gap_at, gap_at + gap_width]`` closed up:
+    keys past it less ``gap_width``, keys inside it ``gap_at``.  The gap is the widest stretch of keys
+    between two of the sample's edges where it spans most keys (a column whose values cross zero:
+    between -1 and 1 lie a thousand binades of floats, a thousand times the keys of the values
+    either side), so the ranges fall where the values are; closing it keeps the order."""
 
     base: int
     shift: int
     table: np.ndarray  # uint16, a bin per range of keys, non-decreasing
+    gap_at: int = 0
+    gap_width: int = 0
 
     @property
     def n_bins(self) -> int:
         return int(self.table[-1]) + 1
 
+    def kernel_base(self) -> np.ndarray:
+        """``base``, ``gap_at`` and ``gap_width`` as :func:`key_bin` takes them (``uint64``)."""
+        return np.array([self.base, self.gap_at, self.gap_width], np.uint64)
+
     def bins_of(self, keys: np.ndarray) -> np.ndarray:
         """The bins of keys (numpy; :func:`rainforest.count_bins.counted_slot` in kernels)."""
-        u = np.asarray(keys, np.int64).view(np.uint64) ^ _SIGN
+        u = _closed_up(np.asarray(keys, np.int64).view(np.uint64) ^ _SIGN, self.gap_at, self.gap_width)
         below = u < np.uint64(self.base)
         c = (np.where(below, np.uint64(self.base), u) - np.uint64(self.base)) >> np.uint64(self.shift)
         return self.table[np.minimum(c, len(self.table) - 1).astype(np.int64)].astype(np.int64)
@@ -111,6 +127,8 @@ def key_bins(sample: np.ndarray, max_bins: int) -> KeyBins:
     # ranges span the edges, not the sample: a value far from the rest (a spike at 0 before values in
     # the thousands) would spread the ranges over a thousand binades of float keys holding nothing
     u = keys_of(edges).view(np.uint64) ^ _SIGN
+    gap_at, gap_width = _widest_gap(u)
+    u = _closed_up(u, gap_at, gap_width)
     low, high = int(u[0]), int(u[-1])
     shift = 0
     while ((high - low) >> shift) + 2 > KEY_CELLS:
@@ -120,7 +138,30 @@ def key_bins(sample: np.ndarray, max_bins: int) -> KeyBins:
     # a bin ends with the range holding an edge: range c's bin counts the edges in ranges before it
     bin_of = np.searchsorted(edge_cell.astype(np.int64), np.arange(n_cells), side="left")
     _, dense = np.unique(bin_of, return_inverse=True)
-    return KeyBins(low, shift, dense.astype(np.uint16))
+    return KeyBins(low, shift, dense.astype(np.uint16), gap_at, gap_width)
+
+
+def _widest_gap(u: np.ndarray) -> tuple[int, int]:
+    """The gap :class:`KeyBins` closes among sorted unsigned edge keys ``u``: ``(gap_at, gap_width)``
+    from the widest step between two edges, where it spans more than half the keys from the first
+    edge to the last (else ``(0, 0)``, none); the step's far edge then follows ``gap_at`` at once."""
+    if len(u) < 2:
+        return 0, 0
+    steps = np.diff(u)
+    g = int(np.argmax(steps))
+    widest = int(steps[g])
+    if widest <= 1 or 2 * widest <= int(u[-1]) - int(u[0]):
+        return 0, 0
+    return int(u[g]), widest - 1
+
+
+def _closed_up(u: np.ndarray, gap_at: int, gap_width: int) -> np.ndarray:
+    """Unsigned keys ``u`` with the gap ``(gap_at, gap_at + gap_width]`` closed up (:func:`key_bin`)."""
+    if not gap_width:
+        return u
+    at, width = np.uint64(gap_at), np.uint64(gap_width)
+    past = u > at + width
+    return np.where(past, u - np.where(past, width, np.uint64(0)), np.where(u > at, at, u))
 
 
 __all__ = ["KEY_MISSING", "KEY_CELLS", "KeyBins", "key_bin", "key_bins", "key_slots", "keys_of", "values_of", "value_of_key",

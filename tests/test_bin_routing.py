@@ -25,7 +25,7 @@ def _counted(columns: list) -> CountedSlots:
     shift = np.array([t.shift for t in tables] + [0], np.uint64)
     missing = np.array([KEY_MISSING] * len(tables) + [12], np.uint64)
     n_counted = np.array([t.n_bins for t in tables] + [12], np.uint64)
-    base = np.array([t.base for t in tables] + [0], np.uint64)
+    base = np.stack([t.kernel_base() for t in tables] + [np.zeros(3, np.uint64)])
     sizes = [len(t.table) for t in tables] + [0]
     table = np.concatenate([t.table for t in tables]).astype(np.uint16)
     return CountedSlots(shift, missing, n_counted, base, table, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
@@ -103,7 +103,9 @@ def _last_key(counted: CountedSlots, a: int, b: int) -> int:
     """The last key of attribute ``a``'s bin ``b``: the one before the first key of the next bin."""
     table = counted.table[counted.table_start[a]:counted.table_start[a + 1]]
     first_cell = int(np.searchsorted(table, b, side="right"))  # the first range of keys past bin b
-    unsigned = int(counted.base[a]) + (first_cell << int(counted.shift[a])) - 1
+    base, gap_at, gap_width = (int(v) for v in counted.base[a])
+    unsigned = base + (first_cell << int(counted.shift[a])) - 1  # closed up: past the gap, add it back
+    unsigned += gap_width if unsigned > gap_at else 0
     key = int(np.array([unsigned ^ (1 << 63)], np.uint64).view(np.int64)[0])
     assert counted.of(a, np.array([key]))[0] == b and counted.of(a, np.array([key + 1]))[0] == b + 1
     return key
