@@ -11,7 +11,7 @@ import pytest
 
 from conftest import dataset_path
 from keyed_growth import count_one_slot_per_value, key_at_small_cap
-from rainforest import DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier, plan, profile
+from rainforest import DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier, plan, profile, value_keys
 from rainforest.count_bins import (EXACT_BINS, LEVEL_NODES, MOST_KEY_BINS, counted_slot, counted_slots,
                                    key_bin_count)
 from rainforest.profile import ProfileTask
@@ -137,6 +137,25 @@ def test_more_key_bins_gather_fewer_rows_for_the_same_tree(monkeypatch):
     few, many = got[EXACT_BINS], got[4 * EXACT_BINS]
     assert many.tree_.to_json() == few.tree_.to_json() and few.tree_.node_count > 50
     assert 0 < many.grow_stats_.candidate_rows < few.grow_stats_.candidate_rows
+
+
+
+def test_a_column_crossing_zero_gathers_few_rows_for_the_same_tree(monkeypatch):
+    """A keyed column whose values cross zero, with its bins' ranges closed over the keys between -1
+    and 1 (value_keys._widest_gap), gathers far fewer rows than with ranges spread over them, for
+    the same tree."""
+    monkeypatch.setattr(plan, "SMALL_EXACT_ROWS", 0)
+    key_at_small_cap(monkeypatch, cap=1000)
+    rng = np.random.default_rng(21)
+    n = 60_000
+    x, z = rng.standard_normal(n) * 1e3, rng.standard_normal(n)
+    y = ((x > 150.0) ^ (z < -0.3) ^ (rng.random(n) < 0.1)).astype(np.int64)
+    table = pa.table({"x": x, "z": z, "class": y})
+    closed = DecisionTreeClassifier(max_bins=None, max_depth=8).fit(table, target="class")
+    monkeypatch.setattr(value_keys, "_widest_gap", lambda u: (0, 0))
+    spread = DecisionTreeClassifier(max_bins=None, max_depth=8).fit(table, target="class")
+    assert closed.tree_.to_json() == spread.tree_.to_json() and closed.tree_.node_count > 50
+    assert 0 < 3 * closed.grow_stats_.candidate_rows < spread.grow_stats_.candidate_rows
 
 
 CASES = {
