@@ -164,7 +164,8 @@ class ValuePass:
     # nor moves a row past the node the level's count routed it to: the spill's node files, which
     # that count wrote back, stay as they are (descend from them is idempotent)
     routes_rows = False
-    _routed: object = field(default=None, init=False, repr=False)  # the nodes of the last block columns_for found routed
+    # the nodes of the last spilled block columns_for found routed (count() leaves it as it is)
+    _routed: object = field(default=None, init=False, repr=False)
 
     @property
     def store(self):

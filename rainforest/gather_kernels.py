@@ -12,8 +12,8 @@ from .counting import add_row
 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def pick_rows(S, y, w, order, starts, ends, attrs, offsets, shift, missing, n_counted, key_base, table, table_start,
-              B, from_bins, group, pair_start, pair_cells, first, dense_at, dense, low, high, one_value, n_in, count_rows, seen_row,
-              seen_cell, seen_at, seen_n, out_group, out_rank, out_y, out_w, at, fill):
+              B, from_bins, group, pair_start, pair_cells, first, dense_at, dense, low, high, one_value, n_in,
+              count_rows, seen_row, seen_cell, seen_at, seen_n, out_group, out_rank, out_y, out_w, at, fill):
     """The rows of a block whose counted slot is a candidate at their node, in two calls, per (attribute,
     node) pair ``p = j * n_nodes + k`` (node ``k``'s rows ``starts[k]:ends[k]``, through ``order``
     unless it is empty) and row in row order; an attribute with ``from_bins[a]`` takes its counted slots

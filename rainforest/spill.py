@@ -10,9 +10,9 @@ nodes left out), so later reads take only the partitions holding their nodes.
 Format (chosen for speed; measured against lz4 Parquet, which spent most of a read decoding):
 raw little-endian arrays, one ``part-P.rows`` file per partition holding *records* (a block of
 rows as it streamed by: each attribute's slots, then a tree's keyed attributes' bins, then the
-class codes, then the weights when not all one), and beside it ``part-P.node``, each row's tree node (two bytes while the tree fits
-them, :func:`node_type`).  Reads fill preallocated column-major blocks straight from the file
-(``readinto``: no decoding, no copy) and write every
+class codes, then the weights when not all one), and beside it ``part-P.node``, each row's tree
+node (two bytes while the tree fits them, :func:`node_type`).  Reads fill preallocated
+column-major blocks straight from the file (``readinto``: no decoding, no copy) and write every
 row's new node back once the reader has routed it, so the next level routes each row one step,
 not from the root.  A read that counts rows reads the keyed columns' bins in place of their keys
 (two bytes a row where the key is eight; :mod:`rainforest.bin_routing`) and the keys of the few rows
@@ -111,8 +111,8 @@ class Spill:
         where rows in memory hold all columns in the widest); the rows' own type when None.
     key_bins : CountedSlots, optional
         The growth's counted slots: each keyed attribute's bin (``uint16``) is stored beside its keys,
-        so that :meth:`read` with ``bins`` reads two bytes a row for the column where it would read
-        eight (:mod:`rainforest.bin_routing`).
+        so that :meth:`read` with ``keyed_as="bins"`` reads two bytes a row for the column where it
+        would read eight (:mod:`rainforest.bin_routing`).
     """
 
     def __init__(self, parent: str | None, n_attributes: int, column_types: list | None = None,

@@ -28,7 +28,8 @@ def _counted(columns: list) -> CountedSlots:
     base = np.stack([t.kernel_base() for t in tables] + [np.zeros(3, np.uint64)])
     sizes = [len(t.table) for t in tables] + [0]
     table = np.concatenate([t.table for t in tables]).astype(np.uint16)
-    return CountedSlots(shift, missing, n_counted, base, table, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return CountedSlots(shift, missing, n_counted, base, table, starts)
 
 
 def _rows(rng, n: int) -> tuple[np.ndarray, CountedSlots]:
