@@ -34,7 +34,7 @@ from .row_encoding import stores_weights
 from .rows import KeptRows, column_dtypes, label_dtype, row_bytes, slot_dtype
 from .rules import branch_totals, depth_limit, node_criterion, node_totals, split_outcome
 from .schema import Schema
-from .spill import Spill, room_for, spill_footprint, spilled_bytes
+from .spill import Spill, page_cache_holds, room_for, spill_footprint, spilled_bytes
 from .split_choice import search_group
 from .supply import RowSupply
 from .target_parts import NO_GRID, PARTS_CHANNELS, moments_of_parts
@@ -385,8 +385,10 @@ class _Growth:
                     level.pull, [nodes.n_node_samples[n] for n in level.pull], len(nodes.feature), self.n_attr,
                     slot_dtype(self.schema), label_dtype(self.schema.label), self.row_weights)
             if level.write and not from_memory:
-                if supply.spill is None:
-                    supply.spill = Spill(self.params.spill_dir, self.n_attr, column_dtypes(self.schema), self.counted)
+                if supply.spill is None:  # keyed columns' bins beside their keys where the cache holds them all
+                    footprint = spill_footprint(int(nodes.n_node_samples[0]), self.schema, self.row_weights)
+                    supply.spill = Spill(self.params.spill_dir, self.n_attr, column_dtypes(self.schema),
+                                         self.counted if page_cache_holds(footprint) else None)
                 part_of_node = np.full(len(nodes.feature), -1, np.int64)
                 for cj, c in enumerate(level.chunks):
                     for n in (n for g in c for n in g):

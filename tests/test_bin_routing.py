@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rainforest import DecisionTreeClassifier, spill as spill_module
+from rainforest import DecisionTreeClassifier, grow, spill as spill_module
 from rainforest.avc import AvcPass
 from rainforest.bin_routing import binned_routing, route_binned
 from rainforest.count_bins import CountedSlots
@@ -187,7 +187,7 @@ class _Counting:
 def test_a_spilled_keyed_fit_counts_bins_and_grows_the_same_tree(monkeypatch):
     """A fit whose keyed rows are spilled counts them read as bins (fewer bytes read, open bins' keys
     fetched) and gathers candidate rows by their bins, and grows, JSON for JSON, the tree reading
-    keys alone grows."""
+    keys alone grows; a spill larger than the page cache would hold stores and reads keys only."""
     rng = np.random.default_rng(11)
     n = 60_000
     x, z = rng.standard_normal(n) * 1e3, rng.uniform(0, 1, n)
@@ -201,6 +201,12 @@ def test_a_spilled_keyed_fit_counts_bins_and_grows_the_same_tree(monkeypatch):
     kw = dict(max_bins=None, max_depth=8, memory_budget="400KB", batch_size=4096)
     got = DecisionTreeClassifier(**kw).fit(table, target="class")
     assert fetched and got.grow_stats_.spill_reads > 2
+    with monkeypatch.context() as m:  # a spill the page cache would not hold stores no bins
+        m.setattr(grow, "page_cache_holds", lambda n_bytes: False)
+        fetched.clear()
+        uncached = DecisionTreeClassifier(**kw).fit(table, target="class")
+        assert not fetched and uncached.tree_.to_json() == got.tree_.to_json()
+        assert uncached.grow_stats_.spill_bytes < got.grow_stats_.spill_bytes
     monkeypatch.setattr(AvcPass, "spilled_keys", "keys")
     monkeypatch.setattr(ValuePass, "spilled_keys", "keys")
     fetched.clear()
