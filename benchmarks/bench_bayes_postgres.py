@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when run as a script
 import harness  # noqa: E402  (standard library only)
-from harness import LABEL, SEED, fmt, rows_label  # noqa: E402
+from harness import LABEL, SEED, fmt  # noqa: E402
 
 CONTENDERS = ("postgres", "postgres-moments", "rainforest-postgres", "rainforest-postgres-rows")
 FLOORS = CONTENDERS[:2]
@@ -164,18 +164,8 @@ def write_markdown(path: Path, rows, info) -> None:
 
 
 def draw_plot(axes, rows, info) -> str:
-    names = [c for c in CONTENDERS if any(r["name"] == c for r in rows)]
-    sizes = sorted({r["rows"] for r in rows})
-    width = 0.8 / max(len(names), 1)
-    for ax, key, label in ((axes[0], "seconds", "seconds (median)"), (axes[1], "peak_rss_mb", "peak RSS (MB)")):
-        for k, name in enumerate(names):
-            by = {r["rows"]: r.get(key) for r in rows if r["name"] == name}
-            ax.bar([i + k * width for i in range(len(sizes))], [by.get(n) or 0.0 for n in sizes], width,
-                   color=COLORS[name], label=name)
-        ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(sizes))])
-        ax.set_xticklabels([rows_label(n) for n in sizes])
-        ax.set_ylabel(label)
-    axes[0].legend(fontsize=8)
+    harness.draw_bars_by_rows(axes, rows, CONTENDERS, COLORS, (("seconds", 1.0, "seconds (median)"),
+                                                               ("peak_rss_mb", 1.0, "peak RSS (MB)")))
     return f"naive Bayes through PostgreSQL: Agrawal F{info['function']}, {info['machine']['usable_cores']} cores"
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when run as a script
 import harness  # noqa: E402  (standard library only)
-from harness import ROOT, fmt, rows_label  # noqa: E402
+from harness import fmt, rows_label  # noqa: E402
 
 CONTENDERS = ("closed", "spread")
 PACKAGES = ("rainforest", "numba", "pyarrow")
@@ -96,19 +96,8 @@ def write_markdown(path: Path, rows, info) -> None:
 
 def draw(axes, rows, info) -> str:
     """Fit seconds (left) and candidate rows gathered (right), bars grouped by row count."""
-    sizes = sorted({r["rows"] for r in rows})
-    names = [n for n in CONTENDERS if any(r["name"] == n for r in rows)]
-    width = 0.8 / max(len(names), 1)
-    for ax, key, scale, label in ((axes[0], "fit_seconds", 1.0, "fit seconds"),
-                                  (axes[1], "candidate_rows", 1e-6, "candidate rows (millions)")):
-        for k, name in enumerate(names):
-            by = {r["rows"]: r.get(key) for r in rows if r["name"] == name}
-            ax.bar([i + k * width for i in range(len(sizes))], [(by.get(n) or 0) * scale for n in sizes], width,
-                   color=COLORS[name], label=name)
-        ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(sizes))])
-        ax.set_xticklabels([rows_label(n) for n in sizes])
-        ax.set_ylabel(label)
-    axes[0].legend(fontsize=8)
+    harness.draw_bars_by_rows(axes, rows, CONTENDERS, COLORS, (("fit_seconds", 1.0, "fit seconds"),
+                                                               ("candidate_rows", 1e-6, "candidate rows (millions)")))
     return f"Exact trees on columns crossing zero: key bins' gap closed or spread (depth {info['depth']})"
 
 
@@ -118,11 +107,7 @@ def main(argv=None) -> int:
     p.add_argument("--rows", type=lambda s: harness.parse_ints(s, "row count", 1000), default=[8_000_000])
     p.add_argument("--columns", type=int, default=4, help="standard-normal columns (at least 4; default 4)")
     p.add_argument("--depth", type=int, default=10, help="maximum tree depth (default 10)")
-    p.add_argument("--time-limit", type=float, default=1800.0, help="seconds per child process (default 1800)")
-    p.add_argument("--contenders", default=",".join(CONTENDERS))
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "key_gap"))
-    p.add_argument("--data-root", default=str(ROOT / "benchmarks" / "data"))
-    harness.add_child_options(p, CONTENDERS)
+    harness.add_common_options(p, CONTENDERS, 1800.0, "seconds per child process (default 1800)", "key_gap")
     p.add_argument("--model", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.columns < 4:
@@ -132,14 +117,14 @@ def main(argv=None) -> int:
         return code
     contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
     info = {**harness.run_info(PACKAGES), "rows_list": args.rows, "columns": args.columns, "depth": args.depth,
-            "time_limit": args.time_limit, "contenders": contenders}
+            "timeout": args.timeout, "contenders": contenders}
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-key-gap-") as models:
         for n in args.rows:
             data = Path(args.data_root) / f"signed_normal_{n}_{args.columns}"
             make_data(data, n, args.columns)
             child_args = ["--depth", str(args.depth), "--train", str(data)]
-            found = harness.run_compared(__file__, contenders, child_args, args.time_limit, "fit_seconds", models,
+            found = harness.run_compared(__file__, contenders, child_args, args.timeout, "fit_seconds", models,
                                          str(n), ("closed", "spread"), "same_tree", rows_label(n))
             rows += [{**r, "rows": n} for r in found]
     harness.write_results(args.out, info, rows, write_markdown, draw)

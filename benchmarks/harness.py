@@ -565,6 +565,23 @@ def draw_grouped_bars(axes, rows, names, colors, seconds_label: str = "seconds")
     axes[0].legend(fontsize=8)
 
 
+def draw_bars_by_rows(axes, rows, names, colors, panels) -> None:
+    """Bars grouped by row count, one per contender of ``names`` that has rows, in that order;
+    ``panels`` gives each axis its ``(key, scale, label)``: the rows' ``key`` times ``scale``."""
+    sizes = sorted({r["rows"] for r in rows})
+    names = [n for n in names if any(r["name"] == n for r in rows)]
+    width = 0.8 / max(len(names), 1)
+    for ax, (key, scale, label) in zip(axes, panels):
+        for k, name in enumerate(names):
+            by = {r["rows"]: r.get(key) for r in rows if r["name"] == name}
+            ax.bar([i + k * width for i in range(len(sizes))], [(by.get(n) or 0.0) * scale for n in sizes], width,
+                   color=colors[name], label=name)
+        ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(sizes))])
+        ax.set_xticklabels([rows_label(n) for n in sizes])
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=8)
+
+
 def write_results(out, info: dict, rows, write_markdown, draw) -> None:
     """Write ``<out>.json``, ``<out>.md`` (``write_markdown(path, rows, info)``) and ``<out>.png``.
 
