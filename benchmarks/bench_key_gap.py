@@ -7,7 +7,7 @@ are, and many rows gathered.  ``KeyBins`` now closes the widest step between two
 benchmark fits the same depth-``--depth`` exact tree both ways, each in its own child process:
 
 * ``closed`` -- ``DecisionTreeClassifier(max_bins=None)`` as it is;
-* ``spread`` -- the same with ``value_keys._widest_gap`` answering "no gap" (the ranges as before).
+* ``spread`` -- the same with ``value_keys.widest_gap`` answering "no gap" (the ranges as before).
 
 The data: ``--rows`` rows of ``--columns`` standard-normal columns in 8 Parquet files (seed 5), the
 class a noisy sign of ``x0 + 0.5 x1 x2 - 0.3 x3``, written once under ``--data-root``.  The table
@@ -62,7 +62,7 @@ def run(args) -> dict:
     import pyarrow.parquet as pq
     from rainforest import DecisionTreeClassifier, value_keys
     if args.child == "spread":
-        value_keys._widest_gap = lambda u: (0, 0)
+        value_keys.widest_gap = lambda u: (0, 0)
     warm = pq.read_table(Path(args.train) / "part-0.parquet").slice(0, 100_000)
     t0 = time.perf_counter()
     with harness.keyed_columns():  # the keyed kernels, spilled, loaded outside the timed fit

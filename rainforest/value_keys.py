@@ -127,7 +127,7 @@ def key_bins(sample: np.ndarray, max_bins: int) -> KeyBins:
     # ranges span the edges, not the sample: a value far from the rest (a spike at 0 before values in
     # the thousands) would spread the ranges over a thousand binades of float keys holding nothing
     u = keys_of(edges).view(np.uint64) ^ _SIGN
-    gap_at, gap_width = _widest_gap(u)
+    gap_at, gap_width = widest_gap(u)
     u = _closed_up(u, gap_at, gap_width)
     low, high = int(u[0]), int(u[-1])
     shift = 0
@@ -141,7 +141,7 @@ def key_bins(sample: np.ndarray, max_bins: int) -> KeyBins:
     return KeyBins(low, shift, dense.astype(np.uint16), gap_at, gap_width)
 
 
-def _widest_gap(u: np.ndarray) -> tuple[int, int]:
+def widest_gap(u: np.ndarray) -> tuple[int, int]:
     """The gap :class:`KeyBins` closes among sorted unsigned edge keys ``u``: ``(gap_at, gap_width)``
     from the widest step between two edges, where it spans more than half the keys from the first
     edge to the last (else ``(0, 0)``, none); the step's far edge then follows ``gap_at`` at once."""
@@ -165,4 +165,4 @@ def _closed_up(u: np.ndarray, gap_at: int, gap_width: int) -> np.ndarray:
 
 
 __all__ = ["KEY_MISSING", "KEY_CELLS", "KeyBins", "key_bin", "key_bins", "key_slots", "keys_of", "values_of", "value_of_key",
-           "value_key"]
+           "value_key", "widest_gap"]

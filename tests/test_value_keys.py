@@ -142,7 +142,7 @@ def test_more_key_bins_gather_fewer_rows_for_the_same_tree(monkeypatch):
 
 def test_a_column_crossing_zero_gathers_few_rows_for_the_same_tree(monkeypatch):
     """A keyed column whose values cross zero, with its bins' ranges closed over the keys between -1
-    and 1 (value_keys._widest_gap), gathers far fewer rows than with ranges spread over them, for
+    and 1 (value_keys.widest_gap), gathers far fewer rows than with ranges spread over them, for
     the same tree."""
     monkeypatch.setattr(plan, "SMALL_EXACT_ROWS", 0)
     key_at_small_cap(monkeypatch, cap=1000)
@@ -152,7 +152,7 @@ def test_a_column_crossing_zero_gathers_few_rows_for_the_same_tree(monkeypatch):
     y = ((x > 150.0) ^ (z < -0.3) ^ (rng.random(n) < 0.1)).astype(np.int64)
     table = pa.table({"x": x, "z": z, "class": y})
     closed = DecisionTreeClassifier(max_bins=None, max_depth=8).fit(table, target="class")
-    monkeypatch.setattr(value_keys, "_widest_gap", lambda u: (0, 0))
+    monkeypatch.setattr(value_keys, "widest_gap", lambda u: (0, 0))
     spread = DecisionTreeClassifier(max_bins=None, max_depth=8).fit(table, target="class")
     assert closed.tree_.to_json() == spread.tree_.to_json() and closed.tree_.node_count > 50
     assert 0 < 3 * closed.grow_stats_.candidate_rows < spread.grow_stats_.candidate_rows
