@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from .count_bins import CountedSlots
-from .rows import step
+from .rows import rows_of, step
 from .value_keys import KEY_MISSING
 
 
@@ -29,13 +29,14 @@ def binned_routing(routing: tuple, counted: CountedSlots) -> tuple[tuple, np.nda
     keyed = counted.keyed
     cut, open_bin = np.array(slot_cut, np.int64), np.full(len(feature), -1, np.int64)
     split = np.flatnonzero((np.asarray(first_child) >= 0) & (np.asarray(branch_offset) < 0))
-    split = split[keyed[np.asarray(feature)[split]]]
-    for a in np.unique(np.asarray(feature)[split]):
-        k = split[np.asarray(feature)[split] == a]
+    split_on = np.asarray(feature)[split]
+    split, split_on = split[keyed[split_on]], split_on[keyed[split_on]]
+    for a in np.unique(split_on):
+        k = split[split_on == a]
         c = cut[k]
         closed = c >= KEY_MISSING - 1  # +inf threshold (every present key left) or the last key there is
         c_bin = counted.of(int(a), c)  # the missing slot's bin is the one after the bins
-        next_bin = counted.of(int(a), np.where(closed, c, c + np.where(closed, 0, 1)))
+        next_bin = counted.of(int(a), c + ~closed)  # the next key's bin (a closed cut's own: no overflow)
         cut[k] = c_bin
         open_bin[k] = np.where(~closed & (next_bin == c_bin), c_bin, -1)
     bins_n_slots = np.where(keyed, counted.n_counted.astype(np.int64), np.asarray(n_slots, np.int64))
@@ -92,6 +93,4 @@ def route_binned(rows, routing: tuple, binned: tuple, open_bin: np.ndarray) -> N
         node = (first_child[k] + (keys > cut[k])).astype(rows.node.dtype)  # a numeric split: keys to the cut left
         # only these rows can stand at a split node still (a tree grown more than a level since the
         # block's nodes were written): they alone go on
-        S = np.empty((len(at), rows.S.shape[1]), rows.S.dtype, order="F")
-        for j in range(S.shape[1]):
-            np.take(rows.S[:, j], at, out=S[:, j])
+        S = rows_of(rows.S, at)

@@ -109,6 +109,15 @@ def descend(S, node, feature, first_child, slot_branch, branch_offset, slot_cut,
                        n_slots)
 
 
+def rows_of(S: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The ``rows`` of column-major slots ``S``, column-major, taken column by column (``S[rows]``
+    would gather across the columns)."""
+    out = np.empty((len(rows), S.shape[1]), S.dtype, order="F")
+    for j in range(S.shape[1]):
+        np.take(S[:, j], rows, out=out[:, j])
+    return out
+
+
 @dataclass
 class RowBlock:
     """Encoded rows in row order: ``S`` (rows x attributes, column-major), class codes ``y``,
@@ -132,10 +141,7 @@ class RowBlock:
 
     def take(self, mask: np.ndarray) -> "RowBlock":
         rows = np.flatnonzero(mask)
-        S = np.empty((len(rows), self.S.shape[1]), self.S.dtype, order="F")
-        for j in range(self.S.shape[1]):  # column by column: S[mask] would gather across the columns
-            np.take(self.S[:, j], rows, out=S[:, j])
-        return RowBlock(S, self.y[rows], self.w[rows] if len(self.w) else self.w, self.node[rows])
+        return RowBlock(rows_of(self.S, rows), self.y[rows], self.w[rows] if len(self.w) else self.w, self.node[rows])
 
     def keep(self, mask: np.ndarray) -> None:
         """Keep only the rows of ``mask``, in place (their order unchanged)."""
