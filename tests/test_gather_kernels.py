@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rainforest.gather_kernels import any_split, dense_cells, union_cells
+from rainforest.gather_kernels import any_split, dense_cells, radix_sort, sum_cells, union_cells
 
 
 def _state(rng, n, n_cells, n_slots):
@@ -43,3 +43,55 @@ def test_any_split_finds_a_row_at_a_split_node():
     assert any_split(first_child, np.array([1, 2, 4, 5, 3], np.uint16))
     assert any_split(first_child, np.array([0], np.int32))
     assert not any_split(first_child, np.zeros(0, np.uint16))
+
+
+def _cells_by_python(group, rank, cls, weight, first, span, n_channels):
+    """sum_cells' answer, plainly: per (cell, slot) in order, each class's weight."""
+    want = {}
+    for g, r, c, w in zip(group.tolist(), rank.tolist(), cls.tolist(),
+                          weight.tolist() if len(weight) else [1.0] * len(group)):
+        want.setdefault((g, r), np.zeros(n_channels))[c] += w
+    keys = sorted(want)
+    return [k[0] for k in keys], [k[1] for k in keys], np.array([want[k] for k in keys]).reshape(-1, n_channels)
+
+
+@pytest.mark.parametrize("n_classes, spread, weighted", [(2, 1 << 44, False), (5, 1 << 20, False),
+                                                         (2, 1 << 63, False), (3, 1 << 40, True), (1, 1000, False)])
+def test_summed_cells_are_each_cells_keys_and_class_counts(n_classes, spread, weighted):
+    """Keyed cells (span 0, signed keys, many rows: the radix sort; few: insertion; a spread of 2**63 leaves no
+    room for the class: the stable sort instead) beside cells of ranks, rows of one key in each, whole
+    weights: the cells and counts plain Python finds, whatever the rows' order."""
+    rng = np.random.default_rng(n_classes + int(weighted))
+    n_cells = 12
+    span = np.array([0, 0, 0, 0, 8, 0, 3, 0, 0, 0, 0, 5])
+    first = np.array([0, 0, 0, 0, 40, 0, 7, 0, 0, 0, 0, 0])
+    sizes = rng.integers(1, 3000, n_cells)
+    sizes[[2, 5]] = [7, 31]  # insertion-sorted cells
+    group = np.repeat(np.arange(n_cells), sizes)
+    rng.shuffle(group)
+    base = -(spread // 2)
+    rank = np.where(span[group] > 0, first[group] + rng.integers(0, np.maximum(span[group], 1)),
+                    base + rng.integers(0, spread, len(group), dtype=np.uint64).astype(np.int64) % 50_000 * (
+                        spread // 50_000))
+    if spread == 1 << 63:  # cell 0 spans every int64: 64 bits of key
+        at = np.flatnonzero(group == 0)[:2]
+        rank[at] = [np.iinfo(np.int64).min, np.iinfo(np.int64).max]
+    rank[group == 9] = 123  # one key in the whole cell
+    rank[(group == 3)] = rank[group == 3] % 4 - 2  # many rows a key
+    cls = rng.integers(0, n_classes, len(group)).astype(np.uint8)
+    weight = rng.integers(0, 4, len(group)).astype(float) if weighted else np.zeros(0)
+    want_cell, want_slot, want_counts = _cells_by_python(group, rank, cls, weight, first, span, n_classes)
+    cell, slot, counts = sum_cells(group.astype(np.int32), rank.copy(), cls.copy(), weight, first, span, n_classes,
+                                   False)
+    assert cell.tolist() == want_cell and slot.tolist() == want_slot
+    assert np.array_equal(counts, want_counts)
+
+
+@pytest.mark.parametrize("n", [0, 1, 20, 31, 32, 1000, 70_000])
+def test_radix_sort_sorts_words_below_their_bits(n):
+    rng = np.random.default_rng(n)
+    for bits in (1, 9, 44, 64):
+        words = rng.integers(0, 1 << min(bits, 63), n, dtype=np.uint64) * (2 if bits == 64 else 1)
+        got = words.copy()
+        radix_sort(got, np.uint64(bits))
+        assert np.array_equal(got, np.sort(words))
