@@ -221,8 +221,8 @@ class Spill:
         in blocks of whole records (about ``batch_size`` rows, or one larger record).
 
         With ``update_nodes``, each block's ``node`` as the reader left it (routed, in place) is
-        written back when the next block is asked for, and a partition read to its end keeps them:
-        the next read starts where this one's routing ended.  ``columns_for(node)``, given a block's
+        written back over the node file when the next block is asked for: the next read starts where
+        this one's routing ended.  ``columns_for(node)``, given a block's
         nodes (read first), names the slot columns the reader needs of it (None: all); the others are
         skipped on disk and hold no rows' values in the block (a gathering read needs only its
         candidate attributes' columns).  ``n_tree_nodes``: the tree's nodes, which bounds the nodes written
@@ -266,10 +266,17 @@ class Spill:
         rows_file = self._file(self.generation, p, "rows")
         sizes = self._records[p]
         position = 0  # of the next record in the rows file
+        # Routed nodes of the type the file holds go back where they were read (a page-cache copy; a
+        # new file costs fresh pages: 0.15 s against 0.03 s for 100M two-byte nodes).  A read stopped
+        # half-way leaves each row at its old node or its routed one, both on its path: routing from
+        # either reaches the same node.  A change of type writes a new file, swapped in at the end.
+        in_place = update_nodes and back == held
         with contextlib.ExitStack() as files:
             data = files.enter_context(open(rows_file, "rb", buffering=0))
-            nodes = files.enter_context(open(node_file, "rb", buffering=0))
-            routed = files.enter_context(open(node_file + ".next", "wb")) if update_nodes else None
+            nodes = files.enter_context(open(node_file, "r+b" if in_place else "rb", buffering=0))
+            routed = files.enter_context(open(node_file + ".next", "wb")) \
+                if update_nodes and not in_place else None
+            node_at = 0  # byte of the next block's nodes in the node file
             try:
                 for r, k in runs_up_to(sizes, batch_size):
                     n = sum(sizes[r:k])
@@ -316,8 +323,11 @@ class Spill:
                     self.bytes_read += n * (record_row + held.itemsize) - skipped
                     raise_pending()  # a stop request a finaliser swallowed ends the fit here
                     yield block
-                    if routed is not None:
+                    if in_place:
+                        _write_at(nodes, block.node if held == block.node.dtype else block.node.astype(held), node_at)
+                    elif routed is not None:
                         routed.write(block.node.data if back == block.node.dtype else block.node.astype(back).data)
+                    node_at += n * held.itemsize
             except BaseException:
                 if routed is not None:
                     routed.close()
@@ -325,6 +335,7 @@ class Spill:
                 raise
         if routed is not None:
             swap_in(node_file + ".next", node_file)
+        if update_nodes:
             self._node_types[p] = back
 
     def in_row_order(self, batch_size: int) -> Iterator[tuple[int, RowBlock]]:
@@ -385,6 +396,14 @@ class SpilledKeys:
         finally:
             span.close()
         return keys.view("<i8").reshape(-1)
+
+
+def _write_at(f, values: np.ndarray, at: int) -> None:
+    """Write ``values`` (contiguous) over the bytes of ``f`` from ``at``, leaving its read position."""
+    view = memoryview(values).cast("B")
+    done = 0
+    while done < len(view):
+        done += os.pwrite(f.fileno(), view[done:], at + done)
 
 
 def _fill(f, out: np.ndarray) -> None:

@@ -229,3 +229,40 @@ def test_node_files_take_two_bytes_a_node_while_the_tree_fits_them(tmp_path):
         assert np.array_equal(np.concatenate([b.node for b in spill.read([0], 300, update_nodes=False)]), rows.node)
     finally:
         spill.remove()
+
+
+def test_routed_nodes_of_the_same_type_are_written_over_the_node_file(tmp_path):
+    """A read routing rows to nodes the file's type holds writes them back over the same file (no new
+    file: its inode stays); a read stopped after a block keeps that block's routed nodes and the rest as
+    they were, every row at a node on its path, and leaves no scratch file."""
+    from rainforest.rows import RowBlock
+    from rainforest.spill import Spill
+
+    rng = np.random.default_rng(7)
+    n = 1000
+    rows = RowBlock(np.asfortranarray(rng.integers(0, 9, (n, 2)).astype(np.uint8)), np.zeros(n, np.uint8),
+                    np.empty(0), rng.integers(0, 10, n).astype(np.int32))
+    spill = Spill(str(tmp_path), 2)
+    try:
+        write = spill.writer(np.zeros(40, np.int64))
+        for at in range(0, n, 250):  # records of 250 rows: blocks of 300 rows take two
+            write(rows.take(np.arange(n) // 250 == at // 250))
+        spill.commit()
+        node_file = next(tmp_path.rglob("part-0.node"))
+        inode = node_file.stat().st_ino
+        for block in spill.read([0], 300, n_tree_nodes=40):
+            block.node += 10
+        assert node_file.stat().st_ino == inode
+        got = np.concatenate([b.node for b in spill.read([0], 300, update_nodes=False)])
+        assert np.array_equal(got, rows.node + 10)
+        reading = spill.read([0], 300, n_tree_nodes=40)
+        first = next(reading)
+        first.node += 10
+        next(reading)  # asking for the second block writes the first one back
+        reading.close()
+        got = np.concatenate([b.node for b in spill.read([0], 300, update_nodes=False)])
+        assert np.array_equal(got[:len(first)], rows.node[:len(first)] + 20)
+        assert np.array_equal(got[len(first):], rows.node[len(first):] + 10)
+        assert node_file.stat().st_ino == inode and not list(tmp_path.rglob("*.next"))
+    finally:
+        spill.remove()
