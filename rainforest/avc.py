@@ -192,14 +192,17 @@ class AvcPass:
     counted: CountedSlots | None = None
     grid: np.ndarray = field(default_factory=lambda: NO_GRID)  # a regressor's exact parts (target_parts.py)
     _binned: tuple | None = field(default=None, init=False, repr=False)  # _bins_routing, made at first use
+    _offsets: np.ndarray | None = field(default=None, init=False, repr=False)  # group_offsets, made at first use
 
     def __post_init__(self):
         if self.counted is None:
             self.counted = counted_slots(self.schema, None)
 
     def group_offsets(self) -> np.ndarray:
-        """Offset of each counted attribute's slots in this pass's AVC-groups."""
-        return self.counted.group_offsets(self.attrs)
+        """Offset of each counted attribute's slots in this pass's AVC-groups (made once: every block asks)."""
+        if self._offsets is None:
+            self._offsets = self.counted.group_offsets(self.attrs)
+        return self._offsets
 
     def _accumulate(self, state: AvcState, S, y, w, order, starts, ends, counted: CountedSlots | None = None) -> None:
         c = self.counted if counted is None else counted
