@@ -199,17 +199,23 @@ def test_a_block_with_a_row_at_a_split_node_is_read_whole():
     assert task.columns_for(np.array([1, 0, 2], np.int32)) is None
 
 
+def _small_rows(seed: int, n: int = 1000):
+    """``n`` encoded rows of two one-byte slot columns at nodes 0 to 9, for the node-file tests."""
+    from rainforest.rows import RowBlock
+
+    rng = np.random.default_rng(seed)
+    return RowBlock(np.asfortranarray(rng.integers(0, 9, (n, 2)).astype(np.uint8)), np.zeros(n, np.uint8),
+                    np.empty(0), rng.integers(0, 10, n).astype(np.int32))
+
+
 def test_node_files_take_two_bytes_a_node_while_the_tree_fits_them(tmp_path):
     """A spill holds each row's node in two bytes while the tree has fewer than 65,536 nodes, in four
     past that: a read routing rows to nodes past 65,535 writes them back whole, and the next read
     finds them; a later read of a small tree's nodes writes two bytes again."""
-    from rainforest.rows import RowBlock
     from rainforest.spill import Spill
 
-    rng = np.random.default_rng(5)
     n = 1000
-    rows = RowBlock(np.asfortranarray(rng.integers(0, 9, (n, 2)).astype(np.uint8)), np.zeros(n, np.uint8),
-                    np.empty(0), rng.integers(0, 10, n).astype(np.int32))
+    rows = _small_rows(5, n)
     spill = Spill(str(tmp_path), 2)
     try:
         spill.writer(np.zeros(10, np.int64))(rows)  # a tree of 10 nodes
@@ -235,13 +241,10 @@ def test_routed_nodes_of_the_same_type_are_written_over_the_node_file(tmp_path):
     """A read routing rows to nodes the file's type holds writes them back over the same file (no new
     file: its inode stays); a read stopped after a block keeps that block's routed nodes and the rest as
     they were, every row at a node on its path, and leaves no scratch file."""
-    from rainforest.rows import RowBlock
     from rainforest.spill import Spill
 
-    rng = np.random.default_rng(7)
     n = 1000
-    rows = RowBlock(np.asfortranarray(rng.integers(0, 9, (n, 2)).astype(np.uint8)), np.zeros(n, np.uint8),
-                    np.empty(0), rng.integers(0, 10, n).astype(np.int32))
+    rows = _small_rows(7, n)
     spill = Spill(str(tmp_path), 2)
     try:
         write = spill.writer(np.zeros(40, np.int64))
