@@ -169,13 +169,15 @@ def _values_per_slot(node, slot, k, n_slots):
     return out
 
 
-@numba.njit(cache=True, nogil=True)
-def _fill_refined(avc, candidates, value, counts, own, node_start, pos, unknown, block, low, high, origin):
-    """:func:`refine`'s groups in one sweep over the nodes' slots: a whole bin copied as one slot of
-    unknown values (``unknown``), a candidate bin's value cells (``value``, ``counts``: sorted by node,
-    slot and value, as the sweep meets them) each a slot."""
-    t = 0
-    for k in range(avc.shape[0]):
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _fill_refined(avc, candidates, value, counts, own, node_start, pos, unknown, block, low, high, origin,
+                  value_start):
+    """:func:`refine`'s groups in one sweep over each node's slots, nodes on threads (each writes its own
+    refined slots): a whole bin copied as one slot of unknown values (``unknown``), a candidate bin's
+    value cells (``value``, ``counts``: sorted by node, slot and value, node ``k``'s from
+    ``value_start[k]``, as the sweep meets them) each a slot."""
+    for k in numba.prange(avc.shape[0]):
+        t = value_start[k]
         for s in range(avc.shape[1]):
             at = node_start[k] + pos[k, s]
             if candidates[k, s]:
@@ -217,8 +219,10 @@ def refine(avc: np.ndarray, vmin: np.ndarray | None, vmax: np.ndarray | None, of
     low = np.empty(n_refined, np.int64 if integer else np.float64)
     high, origin = np.empty_like(low), np.empty(n_refined, np.int64)
     own = np.arange(n_slots) - offsets[np.searchsorted(offsets, np.arange(n_slots), side="right") - 1]
+    value_start = np.zeros(k + 1, np.int64)  # each node's first value cell (the cells are sorted by node)
+    np.cumsum(n_values.sum(axis=1), out=value_start[1:])
     _fill_refined(avc, candidates, values.value.astype(low.dtype, copy=False), values.counts, own, node_start, pos,
-                  low.dtype.type(NO_SLOT if integer else np.nan), block, low, high, origin)
+                  low.dtype.type(NO_SLOT if integer else np.nan), block, low, high, origin, value_start)
     if (vmin is not None and not integer) or (known is not None and len(known)):
         at = node_start[:-1, None] + pos[:, :-1]  # the refined position of every binned slot
         if vmin is not None and not integer:
