@@ -546,40 +546,36 @@ def write_plot(path: Path, rows, info: dict, draw) -> bool:
     return True
 
 
+def draw_bars(axes, rows, names, colors, group, groups, tick, panels) -> None:
+    """Bars of the ``groups`` (each row's ``group(row)``; ``tick(g)`` labels one), one bar per
+    contender of ``names`` that has rows, in that order; ``panels`` gives each axis its ``(key, scale,
+    label)``: the rows' ``key`` times ``scale``."""
+    names = [n for n in names if any(r["name"] == n for r in rows)]
+    width = 0.8 / max(len(names), 1)
+    for ax, (key, scale, label) in zip(axes, panels):
+        for k, name in enumerate(names):
+            by = {group(r): r.get(key) for r in rows if r["name"] == name}
+            ax.bar([i + k * width for i in range(len(groups))], [(by.get(g) or 0.0) * scale for g in groups], width,
+                   color=colors[name], label=name)
+        ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(groups))])
+        ax.set_xticklabels([tick(g) for g in groups])
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=8)
+
+
 def draw_grouped_bars(axes, rows, names, colors, seconds_label: str = "seconds") -> None:
     """Seconds (left) and peak RSS (right) as bars grouped by (Agrawal function, rows), one bar per
     contender of ``names`` that has rows, in that order.  Bars, not lines over the sizes: lines drew
     one size's functions as a vertical line."""
     groups = sorted({(r["function"], r["rows"]) for r in rows}, key=lambda g: (g[1], g[0]))
-    names = [n for n in names if any(r["name"] == n for r in rows)]
-    width = 0.8 / max(len(names), 1)
-    for ax, key, scale, label in ((axes[0], "fit_seconds", 1.0, seconds_label),
-                                  (axes[1], "peak_rss_mb", 1e-3, "peak RSS (GB)")):
-        for k, name in enumerate(names):
-            by = {(r["function"], r["rows"]): r.get(key) for r in rows if r["name"] == name}
-            ax.bar([i + k * width for i in range(len(groups))], [(by.get(g) or 0.0) * scale for g in groups], width,
-                   color=colors[name], label=name)
-        ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(groups))])
-        ax.set_xticklabels([f"F{f} {rows_label(n)}" for f, n in groups])
-        ax.set_ylabel(label)
-    axes[0].legend(fontsize=8)
+    draw_bars(axes, rows, names, colors, lambda r: (r["function"], r["rows"]), groups,
+              lambda g: f"F{g[0]} {rows_label(g[1])}",
+              (("fit_seconds", 1.0, seconds_label), ("peak_rss_mb", 1e-3, "peak RSS (GB)")))
 
 
 def draw_bars_by_rows(axes, rows, names, colors, panels) -> None:
-    """Bars grouped by row count, one per contender of ``names`` that has rows, in that order;
-    ``panels`` gives each axis its ``(key, scale, label)``: the rows' ``key`` times ``scale``."""
-    sizes = sorted({r["rows"] for r in rows})
-    names = [n for n in names if any(r["name"] == n for r in rows)]
-    width = 0.8 / max(len(names), 1)
-    for ax, (key, scale, label) in zip(axes, panels):
-        for k, name in enumerate(names):
-            by = {r["rows"]: r.get(key) for r in rows if r["name"] == name}
-            ax.bar([i + k * width for i in range(len(sizes))], [(by.get(n) or 0.0) * scale for n in sizes], width,
-                   color=colors[name], label=name)
-        ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(sizes))])
-        ax.set_xticklabels([rows_label(n) for n in sizes])
-        ax.set_ylabel(label)
-    axes[0].legend(fontsize=8)
+    """Bars grouped by row count (:func:`draw_bars`), ``panels`` as there."""
+    draw_bars(axes, rows, names, colors, lambda r: r["rows"], sorted({r["rows"] for r in rows}), rows_label, panels)
 
 
 def write_results(out, info: dict, rows, write_markdown, draw) -> None:

@@ -69,9 +69,9 @@ def spilled_row_bytes(column_types: list, label_type: np.dtype, weighted: bool, 
 def spill_footprint(n_rows: int, schema: Schema, weighted: bool) -> int:
     """Disk bytes a tree's spill of ``n_rows`` encoded rows may hold at once: the rows
     (:func:`spilled_bytes`), each keyed attribute's bins beside its keys (2 bytes a row, ``key_bins``
-    of :class:`Spill`) and, while a read writes each row's routed node back, the partition's next node
-    file beside its current one until it is swapped in (4 bytes a row; a partition may hold every
-    row).  Checked against the rows alone, a disk with room for them but not for the second node file
+    of :class:`Spill`) and, while a read writes each row's routed node back in a type the node file
+    does not hold, the partition's next node file beside its current one until it is swapped in (4
+    bytes a row; a partition may hold every row; nodes of the file's type go back in place).  Checked against the rows alone, a disk with room for them but not for the second node file
     failed with ENOSPC in the middle of a fit (1B rows: 42 GB of rows checked, 46 GB needed)."""
     n_keyed = sum(a.kind == NUMERIC and a.keys is not None for a in schema.attributes)
     return spilled_bytes(n_rows, schema, weighted) + (2 * n_keyed + 4) * n_rows
