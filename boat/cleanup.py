@@ -224,11 +224,16 @@ class NodeFiles:
     rewrite a node's files through a temporary file and a rename.  ``version[k]`` changes
     whenever node ``k``'s rows do."""
 
+    ROW_GROUP = 65536  # rows a node's row group gathers before it is written: the reads' batches
+    PENDING = 8 * ROW_GROUP  # rows all nodes may gather in memory before every node's are written
+
     def __init__(self, folder: str, n_nodes: int):
         self.folder = folder
         self.version = np.zeros(n_nodes, np.int64)
         self.n_rows = np.zeros(n_nodes, np.int64)
         self._writers: dict = {}
+        self._pending: dict = {}  # node -> tables not yet written (a row group a few thousand rows long
+        self._n_pending = 0  # would make every later read of the node decode it in tiny batches)
         self._generation = 0
 
     def node_dir(self, k: int) -> str:
@@ -246,18 +251,34 @@ class NodeFiles:
         ks, starts = np.unique(node[order], return_index=True)
         ends = np.append(starts[1:], len(order))
         for k, s, e in zip(ks.tolist(), starts.tolist(), ends.tolist()):
-            part = table.take(pa.array(order[s:e]))
-            w = self._writers.get(k)
-            if w is None:
-                os.makedirs(self.node_dir(k), exist_ok=True)
-                path = os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet")
-                w = self._writers[k] = pq.ParquetWriter(path + ".tmp", part.schema)
-            w.write_table(part)
+            pending = self._pending.setdefault(k, [])
+            pending.append(table.take(pa.array(order[s:e])))
+            self._n_pending += e - s
             self.n_rows[k] += e - s
             self.version[k] += 1
+            if sum(t.num_rows for t in pending) >= self.ROW_GROUP:
+                self._flush(k)
+        if self._n_pending >= self.PENDING:
+            for k in list(self._pending):
+                self._flush(k)
+
+    def _flush(self, k: int) -> None:
+        parts = self._pending.pop(k, None)
+        if not parts:
+            return
+        part = pa.concat_tables(parts)
+        self._n_pending -= part.num_rows
+        w = self._writers.get(k)
+        if w is None:
+            os.makedirs(self.node_dir(k), exist_ok=True)
+            path = os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet")
+            w = self._writers[k] = pq.ParquetWriter(path + ".tmp", part.schema)
+        w.write_table(part, row_group_size=max(part.num_rows, 1))
 
     def commit(self) -> None:
-        """Close this write's files and move them into place."""
+        """Write the rows still gathered, close this write's files and move them into place."""
+        for k in list(self._pending):
+            self._flush(k)
         for k, w in self._writers.items():
             w.close()
             path = os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet")
@@ -266,6 +287,7 @@ class NodeFiles:
         self._generation += 1
 
     def abort(self) -> None:
+        self._pending, self._n_pending = {}, 0
         for w in self._writers.values():
             try:
                 w.close()
