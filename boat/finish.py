@@ -16,6 +16,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from rainforest.criteria import CRITERIA
 from rainforest.grow import GrowParams, grow_tree
@@ -105,7 +106,8 @@ class Finisher:
             split = node_split(stats.counts[k], stats.vmin[k], stats.vmax[k], self.offsets, self.schema, f,
                                interval_slot, (stats.total[k], stats.below[k], stats.above[k], stats.below_max[k],
                                                stats.above_min[k]),
-                               X[:, f], y, crit, self.params.min_samples_leaf, self.params.max_exhaustive)
+                               X[:, f], y, crit, self.params.min_samples_leaf, self.params.max_exhaustive,
+                               lambda marks: self._bucket_rows(k, extras, marks, stats.counts[k], room))
             if isinstance(split, str) or not self._consistent(k, split, X):
                 report.failures.append((k, split if isinstance(split, str) else "the exact split routes "
                                         "differently from the coarse criterion"))
@@ -144,6 +146,37 @@ class Finisher:
         half the budget.  A node holding more (at 100M Agrawal F1 rows, one held 24.6M) is finished as a
         failed one is, by RainForest from the work folder within the budget: the same exact subtree."""
         return self.budget // 2 // (8 * len(self.columns) + 16 * len(self.schema.attributes))
+
+    def _bucket_rows(self, k: int, extras: dict, marks: dict, block: np.ndarray, room: int) -> dict | str:
+        """The rows of node ``k``'s family (its subtree's files, and the rows routed to them) in the buckets
+        ``marks`` flags per numeric attribute: ``{attribute: (bucket, value, class)}`` (see
+        :func:`rainforest.boat.verify.node_split`).  One read of the family's columns of those attributes."""
+        n_rows = sum(int(block[self.offsets[a]:self.offsets[a] + len(m)][m].sum()) for a, m in marks.items())
+        if n_rows > room:
+            return f"the buckets no bound rules out hold {n_rows:,} rows, more than half the memory budget holds " \
+                   f"({room:,}); RainForest grows its subtree instead"
+        attrs = sorted(marks)
+        sub = Schema([self.schema.attributes[a] for a in attrs], self.schema.label)
+        names = [a.name for a in sub.attributes] + [sub.label.name]
+        members = self.coarse.subtree(k)
+        parts = {a: [] for a in attrs}
+        spans = {}  # the values the marked buckets span: most rows are ruled out by two comparisons
+        for a in attrs:
+            edges, marked = np.append(self.coarse.edges[k, a], np.inf), np.flatnonzero(marks[a])
+            spans[a] = (edges[marked[0] - 1] if marked[0] > 0 else -np.inf, edges[marked[-1]])
+        for batch in _family_batches([p for j in members for p in self.files.files(j)],
+                                     [t for j in members for t in extras.get(j, [])], names, self.batch_size):
+            X = sub.encode(batch)
+            y = sub.label.codes(batch.column(sub.label.name))
+            for i, a in enumerate(attrs):
+                x, edges = X[:, i], self.coarse.edges[k, a]
+                low, high = spans[a]
+                near = np.flatnonzero((x > low) & (x <= high))  # bucket s holds (edges[s - 1], edges[s]]
+                bucket = np.searchsorted(edges, x[near], "left")
+                keep = marks[a][bucket]
+                parts[a].append((bucket[keep], x[near[keep]], y[near[keep]]))
+        return {a: tuple(np.concatenate([p[i] for p in parts[a]]) if parts[a] else np.zeros(0) for i in range(3))
+                for a in attrs}
 
     def _pre_leaf(self, node: Node, depth: int, max_depth, min_weight_leaf: float) -> bool:
         """:func:`rainforest.rules.pre_leaf` of a node of the tree being finished."""
@@ -200,9 +233,10 @@ class Finisher:
         parts = ([ParquetSource(paths, partitioning=None)] if paths else []) + \
             ([TableSource(table=pa.concat_tables(tables))] if tables else [])
         n_rows = int(sum(self.files.n_rows[j] for j in members) + sum(t.num_rows for t in tables))
+        # half the budget: the statistics, the sample's coarse tree and the routed rows stay beside it
         tree, _ = grow_tree(FamilySource(parts=parts, name=f"the family of BOAT node {k}"), self.schema, self.params,
-                            self.budget, self.batch_size, None, n_rows=n_rows, root_depth=int(self.coarse.depth[k]),
-                            total_weight=float(n_total))
+                            self.budget // 2, self.batch_size, None, n_rows=n_rows,
+                            root_depth=int(self.coarse.depth[k]), total_weight=float(n_total))
         node = tree_nodes(tree)
         self.cache[k] = (signature, node)
         if failed:
@@ -210,6 +244,14 @@ class Finisher:
         else:
             report.regrown += 1
         return node
+
+
+def _family_batches(paths: list, tables: list, columns: list, batch_size: int) -> Iterator[pa.RecordBatch]:
+    """``columns`` of a family's Parquet files, then of its in-memory tables, a batch at a time."""
+    for path in paths:
+        yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns)
+    for t in tables:
+        yield from t.select(columns).to_batches(batch_size)
 
 
 def _graft(node: Node, sub: Node) -> None:

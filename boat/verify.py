@@ -43,12 +43,15 @@ class ExactSplit:
 
 @numba.njit(cache=True)
 def numeric_threat(block, vmin, vmax, lo, m, n_classes, total, n_total, wn, parent_imp, criterion, min_leaf,
-                   target, tol, tie_fails, skip_slot, skip_n1, skip_n2, skip_inf):
+                   target, tol, tie_fails, skip_slot, skip_n1, skip_n2, skip_inf, marks):
     """Whether some threshold split of the numeric attribute in slots ``lo .. lo+m`` (buckets, then
     missing) may score at least ``target`` (exactly ``target`` only when ``tie_fails``), walking the
     candidates in the search's order: missing right, then missing left, then missing alone.
     ``skip_*`` leave out the candidates the exact search already scored (the interval bucket, the
-    splits leaving ``skip_n1`` or ``skip_n2`` present rows on the left, the missing-alone split)."""
+    splits leaving ``skip_n1`` or ``skip_n2`` present rows on the left, the missing-alone split).
+    With ``marks`` (``m`` flags, else empty) a bucket whose bound reaches ``target`` is marked
+    instead, and only an exact candidate (a split at a bucket boundary) answers True: the marked
+    buckets' rows can settle the rest."""
     miss = lo + m
     n_miss = 0.0
     for c in range(n_classes):
@@ -74,7 +77,9 @@ def numeric_threat(block, vmin, vmax, lo, m, n_classes, total, n_total, wn, pare
                 continue
             if s != skip_slot and vmin[lo + s] < vmax[lo + s]:
                 if box_bound(L, C, total, wn, parent_imp, criterion) >= target - tol:
-                    return True
+                    if marks.shape[0] == 0:
+                        return True
+                    marks[s] = True
             for c in range(n_classes):
                 L[c] += C[c]
             n_present += ns
@@ -99,14 +104,19 @@ def _search_one(block: np.ndarray, kind: int, n_classes: int, criterion: int, mi
 
 
 def node_split(block, vmin, vmax, offsets, schema, f, interval_slot, stats, held_x, held_y, criterion,
-               min_leaf, max_exhaustive) -> ExactSplit | str:
+               min_leaf, max_exhaustive, gather=None) -> ExactSplit | str:
     """The verified exact split of a coarse node splitting on attribute ``f``, or a string saying why
     it cannot be verified (then the node's subtree is rebuilt from its family).
 
     ``block`` (slots x classes) holds the node's bucket / category counts and ``vmin`` / ``vmax``
     each bucket's value range (:class:`rainforest.boat.cleanup.NodeStats`); ``interval_slot`` is the bucket of
     ``f`` that the interval fills; ``stats`` = (total, below, above, below_max, above_min);
-    ``held_x`` / ``held_y``: the value of ``f`` and the class of each row held at the node."""
+    ``held_x`` / ``held_y``: the value of ``f`` and the class of each row held at the node.
+
+    ``gather``, when given, reads the rows of the buckets no bound rules out: called with
+    ``{attribute: marked buckets}``, it answers ``{attribute: (bucket, value, class) of each row of
+    the node's family in them}``, or a string saying why it cannot; those buckets are then scored
+    split by split, so a bound too loose no longer fails the node."""
     n_classes = block.shape[1]
     total, below, above, below_max, above_min = stats
     attr = schema.attributes[f]
@@ -136,11 +146,7 @@ def node_split(block, vmin, vmax, offsets, schema, f, interval_slot, stats, held
         own[interval_slot] = held_present
         own[-1] = mini[-1]
         n_below = float(below.sum())
-        if numeric_threat(own, vmin[lo:hi], vmax[lo:hi], 0, hi - lo - 1, n_classes, total, total.sum(), total.sum(),
-                          _parent_impurity(total, criterion), criterion, float(min_leaf), split.score,
-                          tolerance(split.score), True, int(interval_slot), n_below, n_below + held_present.sum(),
-                          True):
-            return f"attribute {attr.name!r} may split better outside its interval"
+        own_walk = (True, int(interval_slot), n_below, n_below + held_present.sum(), True)
     else:
         (a, score, ls, rs, inf, nb), branch = _search_one(block[lo:hi], CATEGORICAL, n_classes, criterion,
                                                            min_leaf, max_exhaustive)
@@ -151,31 +157,103 @@ def node_split(block, vmin, vmax, offsets, schema, f, interval_slot, stats, held
         majority = int(np.argmax(child_value.sum(axis=1)))
         split = ExactSplit(f, float(score), np.nan, int(branch[m]), [int(b) for b in branch[:m]] + [majority],
                            branch.copy(), child_value)
-    return _others_threat(block, vmin, vmax, offsets, schema, f, total, split.score, criterion, min_leaf,
-                          max_exhaustive) or split
-
-
-def _others_threat(block, vmin, vmax, offsets, schema, f, total, target, criterion, min_leaf,
-                   max_exhaustive) -> str | None:
-    """Why an attribute other than ``f`` might split the node at least as well, or None."""
-    n_classes = block.shape[1]
-    wn = total.sum()
-    parent_imp = _parent_impurity(total, criterion)
-    tol = tolerance(target)
+        own, own_walk = None, None
+    threats = Threats(vmin, vmax, offsets, total, split.score, criterion, float(min_leaf), gather is not None)
+    marks = {}
     for a, attr in enumerate(schema.attributes):
-        if a == f:
-            continue
-        lo, hi = offsets[a], offsets[a + 1]
         if attr.kind == NUMERIC:
-            if numeric_threat(block, vmin, vmax, lo, hi - lo - 1, n_classes, total, wn, wn, parent_imp, criterion,
-                              float(min_leaf), target, tol, a < f, -1, -1.0, -1.0, False):
-                return f"attribute {attr.name!r} may split better"
-        else:
-            (b, score, *_), _ = _search_one(block[lo:hi], CATEGORICAL, n_classes, criterion, min_leaf,
-                                            max_exhaustive)
-            if b >= 0 and (score > target or (score == target and a < f)):
+            slots = own if a == f else block[offsets[a]:offsets[a + 1]]
+            walk = own_walk if a == f else (a < f, -1, -1.0, -1.0, False)
+            found = threats.numeric(a, slots, walk)
+            if found is True:
+                return f"attribute {attr.name!r} may split better" + (" outside its interval" if a == f else "")
+            if found is not None:
+                marks[a] = found
+        elif a != f:
+            (b, score, *_), _ = _search_one(block[offsets[a]:offsets[a + 1]], CATEGORICAL, n_classes, criterion,
+                                            min_leaf, max_exhaustive)
+            if b >= 0 and (score > split.score or (score == split.score and a < f)):
                 return f"attribute {attr.name!r} splits better"
-    return None
+    if not marks:
+        return split
+    rows = gather(marks)  # the rows of the marked buckets settle what their bounds could not
+    if isinstance(rows, str):
+        return rows
+    for a, m in marks.items():
+        slots = own if a == f else block[offsets[a]:offsets[a + 1]]
+        refined = refine_buckets(slots, vmin[offsets[a]:offsets[a + 1]], vmax[offsets[a]:offsets[a + 1]], m, *rows[a])
+        if refined is None:
+            return f"the rows of attribute {schema.attributes[a].name!r} read back differ from the node's counts"
+        r_slots, r_vmin, r_vmax, slot_at = refined
+        walk = own_walk if a == f else (a < f, -1, -1.0, -1.0, False)
+        if a == f:
+            walk = (walk[0], int(slot_at[walk[1]])) + walk[2:]
+        if threats.numeric(a, r_slots, walk, r_vmin, r_vmax) is not None:  # its buckets are single values now
+            return f"attribute {schema.attributes[a].name!r} splits better " + \
+                ("outside its interval" if a == f else "inside a bucket") + " (read from its rows)"
+    return split
+
+
+@dataclass
+class Threats:
+    """The check of a node's other candidate splits against its exact split's ``target`` score."""
+
+    vmin: np.ndarray
+    vmax: np.ndarray
+    offsets: np.ndarray
+    total: np.ndarray
+    target: float
+    criterion: int
+    min_leaf: float
+    marking: bool  # mark the buckets a bound cannot rule out (their rows can be read), else fail on them
+
+    def numeric(self, a: int, slots: np.ndarray, walk: tuple, vmin=None, vmax=None):
+        """True when an exact candidate of numeric attribute ``a`` (``slots``: its buckets, then missing)
+        may beat the target (or a bucket may, when not marking); else the marked buckets, or None.
+        ``walk`` = (tie_fails, skip_slot, skip_n1, skip_n2, skip_inf) of :func:`numeric_threat`."""
+        lo, hi = self.offsets[a], self.offsets[a + 1]
+        vmin = self.vmin[lo:hi] if vmin is None else vmin
+        vmax = self.vmax[lo:hi] if vmax is None else vmax
+        m = len(slots) - 1
+        marks = np.zeros(m if self.marking else 0, np.bool_)
+        wn = self.total.sum()
+        if numeric_threat(np.ascontiguousarray(slots), vmin, vmax, 0, m, slots.shape[1], self.total, wn, wn,
+                          _parent_impurity(self.total, self.criterion), self.criterion, self.min_leaf, self.target,
+                          tolerance(self.target), *walk, marks):
+            return True
+        return marks if marks.any() else None
+
+
+def refine_buckets(slots, vmin, vmax, marks, bucket, x, y):
+    """An attribute's slots with each marked bucket replaced by one slot per distinct value of its rows
+    (``bucket``, ``x``, ``y``: each gathered row's bucket, value and class), in value order, as exact
+    mode refines its candidate bins.  Also the refined slots' value ranges and each old slot's first
+    new slot.  None when the rows of a marked bucket do not add up to its counts."""
+    n_classes = slots.shape[1]
+    order = np.lexsort((x, bucket))
+    bucket, x, y = bucket[order], x[order], y[order]
+    bounds = np.searchsorted(bucket, np.arange(len(slots)), "left")
+    out, lows, highs, slot_at = [], [], [], np.zeros(len(slots), np.int64)
+    n = 0
+    for s in range(len(slots)):
+        slot_at[s] = n
+        if s < len(marks) and marks[s]:
+            xs, ys = x[bounds[s]:bounds[s + 1]], y[bounds[s]:bounds[s + 1]]
+            values, inverse = np.unique(xs, return_inverse=True)
+            counts = np.zeros((len(values), n_classes))
+            np.add.at(counts, (inverse, ys), 1.0)
+            if not np.array_equal(counts.sum(axis=0), slots[s]):
+                return None
+            out.append(counts)
+            lows.append(values)
+            highs.append(values)
+            n += len(values)
+        else:
+            out.append(slots[s:s + 1])
+            lows.append(vmin[s:s + 1])
+            highs.append(vmax[s:s + 1])
+            n += 1
+    return np.concatenate(out), np.concatenate(lows), np.concatenate(highs), slot_at
 
 
 def _parent_impurity(total: np.ndarray, criterion: int) -> float:

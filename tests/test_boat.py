@@ -12,6 +12,7 @@ import pytest
 import rainforest.boat.cleanup as boat_cleanup
 import rainforest.boat.coarse as boat_coarse
 import rainforest.boat.deletion as boat_deletion
+import rainforest.boat.finish as boat_finish
 import rainforest.profile as profile_module
 from rainforest.boat import BoatClassifier
 from keyed_growth import count_one_slot_per_value, key_at_small_cap
@@ -101,6 +102,51 @@ def test_tiny_sample_fails_and_is_repaired():
     assert clf.n_verification_failures_ >= 1 and clf.n_rebuilt_subtrees_ >= 1
     assert clf.n_passes_ == 2  # repairs read the work folder, not the data
     assert clf.tree_.to_dict() == _exact(t).to_dict()
+
+
+def test_buckets_no_bound_rules_out_are_read_from_the_family(monkeypatch):
+    """With 8 buckets a node, the corner bounds of the buckets next to an interval are too loose to rule
+    them out: their rows are read back from the node's family (the work folder) and scored split by split,
+    so the nodes verify instead of failing, in the same two passes, and the tree is the exact one."""
+    t = agrawal_table(60000, function=1, seed=5)
+    kw = dict(max_depth=6, n_buckets=8, sample_size=4000, n_bootstrap=5, max_family_rows=800)
+    reads = []
+    real = boat_finish.Finisher._bucket_rows
+
+    def counted(self, k, *args):
+        reads.append(k)
+        return real(self, k, *args)
+
+    monkeypatch.setattr(boat_finish.Finisher, "_bucket_rows", counted)
+    clf = BoatClassifier(**kw).fit(t, target="class")
+    assert reads and clf.n_coarse_nodes_ >= 3 and clf.n_passes_ == 2
+    assert clf.verification_failures_ == [] and clf.n_rebuilt_subtrees_ == 0
+    assert clf.tree_.to_dict() == _exact(t, max_depth=6).to_dict()
+    # without the rows, a bound fails its node, and RainForest rebuilds the subtree: the same tree
+    monkeypatch.setattr(boat_finish.Finisher, "_bucket_rows", lambda self, *a: "not read")
+    blind = BoatClassifier(**kw).fit(t, target="class")
+    assert [r for _, r in blind.verification_failures_] == ["not read"] and blind.n_rebuilt_subtrees_ == 1
+    assert blind.tree_.to_dict() == clf.tree_.to_dict()
+
+
+@pytest.mark.parametrize("pending", [None, 3000])
+def test_node_files_gather_whole_row_groups(pending, monkeypatch):
+    """A batch of the cleanup pass spreads over the coarse nodes; each node's rows are written once a
+    row group's worth (or all nodes' rows held reach ``PENDING``), not a few hundred rows at a time, so
+    the families RainForest reads back come in whole batches.  The rows and the tree stay the same."""
+    if pending is not None:
+        monkeypatch.setattr(boat_cleanup.NodeFiles, "PENDING", pending)
+    t = agrawal_table(20000, function=1, seed=5)
+    with BoatClassifier(batch_size=1000, **FAST).fit(t, target="class") as clf:
+        files = clf._state["files"]
+        paths = [p for k in range(len(files.n_rows)) for p in files.files(k)]
+        groups = [pq.ParquetFile(p).num_row_groups for p in paths]
+        assert sum(pq.ParquetFile(p).metadata.num_rows for p in paths) == 20000 == files.n_rows.sum()
+        if pending is None:
+            assert len(paths) >= 3 and groups == [1] * len(paths)  # each node's rows: one group
+        else:
+            assert max(groups) > 1  # written as the rows held reached 3,000
+        assert clf.tree_.to_dict() == _exact(t).to_dict()
 
 
 def test_wrong_agreed_interval_is_detected_below_the_root(monkeypatch):
