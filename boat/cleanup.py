@@ -225,6 +225,10 @@ class NodeFiles:
     whenever node ``k``'s rows do."""
 
     ROW_GROUP = 65536  # rows a node's row group gathers before it is written: the reads' batches
+    # lz4 without dictionaries: the work folder is written once and read by every repair, subtree and
+    # update; on 1M Agrawal rows Parquet's defaults (dictionaries, snappy) took 0.28 s to write and
+    # 0.42 s to read, these 0.13 s and 0.03 s, the files no larger
+    WRITE_OPTIONS = dict(compression="lz4", use_dictionary=False)
     PENDING = 8 * ROW_GROUP  # rows all nodes may gather in memory before every node's are written
 
     def __init__(self, folder: str, n_nodes: int):
@@ -272,7 +276,7 @@ class NodeFiles:
         if w is None:
             os.makedirs(self.node_dir(k), exist_ok=True)
             path = os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet")
-            w = self._writers[k] = pq.ParquetWriter(path + ".tmp", part.schema)
+            w = self._writers[k] = pq.ParquetWriter(path + ".tmp", part.schema, **self.WRITE_OPTIONS)
         w.write_table(part, row_group_size=max(part.num_rows, 1))
 
     def commit(self) -> None:
@@ -312,7 +316,7 @@ class NodeFiles:
                 for batch in pq.ParquetFile(p).iter_batches(batch_size, columns=columns):
                     part = pa.Table.from_batches([batch]).filter(pa.array(keep(batch)))
                     if writer is None:
-                        writer = pq.ParquetWriter(path, part.schema)
+                        writer = pq.ParquetWriter(path, part.schema, **self.WRITE_OPTIONS)
                     writer.write_table(part)
                     n += part.num_rows
         finally:

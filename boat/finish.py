@@ -233,9 +233,8 @@ class Finisher:
         parts = ([ParquetSource(paths, partitioning=None)] if paths else []) + \
             ([TableSource(table=pa.concat_tables(tables))] if tables else [])
         n_rows = int(sum(self.files.n_rows[j] for j in members) + sum(t.num_rows for t in tables))
-        # half the budget: the statistics, the sample's coarse tree and the routed rows stay beside it
         tree, _ = grow_tree(FamilySource(parts=parts, name=f"the family of BOAT node {k}"), self.schema, self.params,
-                            self.budget // 2, self.batch_size, None, n_rows=n_rows,
+                            self.budget, self.batch_size, None, n_rows=n_rows,
                             root_depth=int(self.coarse.depth[k]), total_weight=float(n_total))
         node = tree_nodes(tree)
         self.cache[k] = (signature, node)

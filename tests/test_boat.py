@@ -142,6 +142,8 @@ def test_node_files_gather_whole_row_groups(pending, monkeypatch):
         paths = [p for k in range(len(files.n_rows)) for p in files.files(k)]
         groups = [pq.ParquetFile(p).num_row_groups for p in paths]
         assert sum(pq.ParquetFile(p).metadata.num_rows for p in paths) == 20000 == files.n_rows.sum()
+        chunk = pq.ParquetFile(paths[0]).metadata.row_group(0).column(0)  # read often: lz4, no dictionary
+        assert chunk.compression == "LZ4" and not chunk.has_dictionary_page
         if pending is None:
             assert len(paths) >= 3 and groups == [1] * len(paths)  # each node's rows: one group
         else:
