@@ -11,9 +11,6 @@ whose family changed or whose check now fails.
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
@@ -30,7 +27,6 @@ from rainforest.storage import ParquetSource, Source, TableSource
 from .assemble import Node, tree_nodes
 from .cleanup import NodeFiles, NodeStats, route_rows
 from .coarse import CoarseTree
-from .routed import RoutedFile, add_to_digest, entry_batches, entry_table
 from .verify import node_split
 
 
@@ -74,19 +70,9 @@ class Finisher:
     batch_size: int
     columns: list
     cache: dict = field(default_factory=dict)  # coarse node -> (family signature, Node)
-    _routed: str | None = field(default=None, repr=False)  # the finish's folder of streamed rows
 
     def finish(self, base: NodeStats, n_total: int) -> tuple[Node, FinishReport]:
-        """The whole tree from the cleanup pass's statistics ``base`` (not modified).  The rows streamed down
-        from large intervals are removed with their folder when it ends, also on an error."""
-        try:
-            return self._finish_nodes(base, n_total)
-        finally:
-            if self._routed is not None:
-                shutil.rmtree(self._routed, ignore_errors=True)
-                self._routed = None
-
-    def _finish_nodes(self, base: NodeStats, n_total: int) -> tuple[Node, FinishReport]:
+        """The whole tree from the cleanup pass's statistics ``base`` (not modified)."""
         stats = base.copy()
         crit = CRITERIA[self.params.criterion]
         extras: dict[int, list] = {}
@@ -104,52 +90,43 @@ class Finisher:
             k, node = queue.pop(0)
             if self._pre_leaf(node, int(self.coarse.depth[k]), max_depth, min_weight_leaf):
                 continue
-            f = int(self.coarse.feature[k])
             n_held = int(self.files.n_rows[k]) + sum(t.num_rows for t in extras.get(k, []))
-            streamed = n_held > room  # verified from the split attribute's values, routed a batch at a time
-            limit = room if self.schema.attributes[f].kind == CATEGORICAL else self.held_values_room()
-            if n_held > limit:
+            if n_held > room:
                 report.failures.append((k, f"its interval holds {n_held:,} rows, more than half the memory budget "
-                                        f"holds ({limit:,}); RainForest grows its subtree instead"))
+                                        f"holds ({room:,}); RainForest grows its subtree instead"))
                 _graft(node, self._subtree(k, extras, n_total, report, failed=True))
                 continue
-            held = None if streamed else self._held(k, extras)
-            if streamed:
-                X, (held_x, y) = None, self._held_values(k, extras, f)
-            else:
-                X = self.schema.encode(held) if held is not None else np.empty((0, len(self.schema.attributes)))
-                y = self.schema.label.codes(held.column(self.schema.label.name)) if held is not None \
-                    else np.empty(0, np.int32)
-                held_x = X[:, f]
+            held = self._held(k, extras)
+            f = int(self.coarse.feature[k])
+            X = self.schema.encode(held) if held is not None else np.empty((0, len(self.schema.attributes)))
+            y = self.schema.label.codes(held.column(self.schema.label.name)) if held is not None \
+                else np.empty(0, np.int32)
             interval_slot = int(np.searchsorted(self.coarse.edges[k, f], self.coarse.hi[k], "left")) \
                 if self.schema.attributes[f].kind != CATEGORICAL else -1
             split = node_split(stats.counts[k], stats.vmin[k], stats.vmax[k], self.offsets, self.schema, f,
                                interval_slot, (stats.total[k], stats.below[k], stats.above[k], stats.below_max[k],
                                                stats.above_min[k]),
-                               held_x, y, crit, self.params.min_samples_leaf, self.params.max_exhaustive,
-                               lambda marks: self._bucket_rows(k, extras, marks, stats.counts[k],
-                                                                 self.held_values_room()))
-            if isinstance(split, str) or (X is not None and not self._consistent(k, split, X)):
+                               X[:, f], y, crit, self.params.min_samples_leaf, self.params.max_exhaustive,
+                               lambda marks: self._bucket_rows(k, extras, marks, stats.counts[k], room))
+            if isinstance(split, str) or not self._consistent(k, split, X):
                 report.failures.append((k, split if isinstance(split, str) else "the exact split routes "
                                         "differently from the coarse criterion"))
                 _graft(node, self._subtree(k, extras, n_total, report, failed=True))
                 continue
             report.verified += 1
-            routed_here = extras.pop(k, [])  # in ``held`` (or read again, streamed), and go on down from here
+            extras.pop(k, None)  # its routed rows are in ``held``, and go on down from here
             child_imp, keep = split_outcome(node.impurity, split.child_value, crit, float(n_total),
                                             self.params.min_impurity_decrease)
             if not keep:
                 continue
             node.feature, node.threshold, node.missing_branch = split.feature, split.threshold, split.missing_branch
             node.cat_branch = split.cat_branch
-            if streamed:
-                self._route_streamed(k, split, routed_here, stats, extras)
-            elif held is not None:  # the interval rows go down the exact split, and on through the coarse tree
+            if held is not None:  # the interval rows go down the exact split, and on through the coarse tree
                 start = self.coarse.first_child[k] + self._branch(split, X)
                 stop, _ = route_rows(self.coarse, self.schema, self.offsets, stats, X, y, start)
                 for j in np.unique(stop).tolist():
                     extras.setdefault(j, []).append(held.filter(pa.array(stop == j)))
-            held = X = y = held_x = routed_here = None  # routed on: not held while the children's subtrees grow
+            held = X = y = None  # routed on: not held while the children's subtrees grow
             for b in range(2):
                 c = int(self.coarse.first_child[k]) + b
                 value = split.child_value[b]
@@ -169,49 +146,6 @@ class Finisher:
         half the budget.  A node holding more (at 100M Agrawal F1 rows, one held 24.6M) is finished as a
         failed one is, by RainForest from the work folder within the budget: the same exact subtree."""
         return self.budget // 2 // (8 * len(self.columns) + 16 * len(self.schema.attributes))
-
-    def held_values_room(self) -> int:
-        """Interval rows a numeric coarse node may verify from their split attribute's values alone (about
-        40 bytes a row: the value, the class, their sort) in half the budget; between :meth:`held_rows_room`
-        and this, the rows are routed on a batch at a time (:meth:`_route_streamed`).  The rows of the
-        buckets no bound rules out (:meth:`_bucket_rows`: bucket, value and class) have the same room."""
-        return self.budget // 2 // 40
-
-    def _held_values(self, k: int, extras: dict, f: int) -> tuple[np.ndarray, np.ndarray]:
-        """The split attribute's value and the class of every row held at node ``k``, read column-wise."""
-        sub = Schema([self.schema.attributes[f]], self.schema.label)
-        xs, ys = [np.empty(0)], [np.empty(0, np.int32)]
-        for batch in _family_batches(self.files.files(k), extras.get(k, []), [self.schema.attributes[f].name,
-                                                                               sub.label.name], self.batch_size):
-            xs.append(sub.encode(batch)[:, 0])
-            ys.append(sub.label.codes(batch.column(sub.label.name)))
-        return np.concatenate(xs), np.concatenate(ys)
-
-    def _route_streamed(self, k: int, split, routed_here: list, stats: NodeStats, extras: dict) -> None:
-        """Route node ``k``'s held rows (its files, ``routed_here``) down ``split`` and on through the coarse
-        tree a batch at a time, adding to ``stats``; where they stop, they are written to files of the
-        finish's temporary folder, which join those nodes' ``extras``."""
-        writer = NodeFiles(tempfile.mkdtemp(prefix=f"node-{k}-", dir=self._routed_folder()), self.coarse.n_nodes)
-        try:
-            for batch in _family_batches(self.files.files(k), routed_here, self.columns, self.batch_size):
-                table = pa.Table.from_batches([batch])
-                X = self.schema.encode(table)
-                y = self.schema.label.codes(table.column(self.schema.label.name))
-                start = self.coarse.first_child[k] + self._branch(split, X)
-                stop, _ = route_rows(self.coarse, self.schema, self.offsets, stats, X, y, start)
-                writer.write(table, stop)
-            writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
-        for j in np.flatnonzero(writer.n_rows).tolist():
-            for path in writer.files(j):
-                extras.setdefault(j, []).append(RoutedFile(path, pq.ParquetFile(path).metadata.num_rows))
-
-    def _routed_folder(self) -> str:
-        if self._routed is None:
-            self._routed = tempfile.mkdtemp(prefix="routed-", dir=os.path.dirname(self.files.folder))
-        return self._routed
 
     def _bucket_rows(self, k: int, extras: dict, marks: dict, block: np.ndarray, room: int) -> dict | str:
         """The rows of node ``k``'s family (its subtree's files, and the rows routed to them) in the buckets
@@ -255,7 +189,7 @@ class Finisher:
         own = self.files.read(k, self.columns)
         if own is not None:
             parts.append(own)
-        parts.extend(entry_table(e, self.columns) for e in extras.get(k, []))
+        parts.extend(extras.get(k, []))
         parts = [p for p in parts if p.num_rows]
         return pa.concat_tables(parts) if parts else None
 
@@ -284,20 +218,21 @@ class Finisher:
         """RainForest's subtree of coarse node ``k`` over its family (cached by the family's content)."""
         members = self.coarse.subtree(k)
         # the family's routed rows are consumed here: not held while later subtrees grow
-        entries = [t for j in members for t in extras.pop(j, []) if t.num_rows]
+        tables = [t for j in members for t in extras.pop(j, []) if t.num_rows]
         digest = hashlib.sha1()
-        for e in entries:
-            add_to_digest(e, digest)
+        for t in tables:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, t.schema) as w:
+                w.write_table(t)
+            digest.update(sink.getvalue())  # the buffer itself: no copy
         signature = (tuple((j, int(self.files.version[j])) for j in members), digest.hexdigest())
         hit = self.cache.get(k)
         if hit is not None and hit[0] == signature:
             return hit[1]
-        paths = [p for j in members for p in self.files.files(j)] + \
-            [e.path for e in entries if isinstance(e, RoutedFile)]
-        tables = [e for e in entries if not isinstance(e, RoutedFile)]
+        paths = [p for j in members for p in self.files.files(j)]
         parts = ([ParquetSource(paths, partitioning=None)] if paths else []) + \
             ([TableSource(table=pa.concat_tables(tables))] if tables else [])
-        n_rows = int(sum(self.files.n_rows[j] for j in members) + sum(e.num_rows for e in entries))
+        n_rows = int(sum(self.files.n_rows[j] for j in members) + sum(t.num_rows for t in tables))
         tree, _ = grow_tree(FamilySource(parts=parts, name=f"the family of BOAT node {k}"), self.schema, self.params,
                             self.budget, self.batch_size, None, n_rows=n_rows,
                             root_depth=int(self.coarse.depth[k]), total_weight=float(n_total))
@@ -311,11 +246,11 @@ class Finisher:
 
 
 def _family_batches(paths: list, tables: list, columns: list, batch_size: int) -> Iterator[pa.RecordBatch]:
-    """``columns`` of a family's Parquet files, then of its routed rows, a batch at a time."""
+    """``columns`` of a family's Parquet files, then of its in-memory tables, a batch at a time."""
     for path in paths:
         yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns)
     for t in tables:
-        yield from entry_batches(t, columns, batch_size)
+        yield from t.select(columns).to_batches(batch_size)
 
 
 def _graft(node: Node, sub: Node) -> None:
