@@ -236,8 +236,8 @@ class NodeFiles:
         self.version = np.zeros(n_nodes, np.int64)
         self.n_rows = np.zeros(n_nodes, np.int64)
         self._writers: dict = {}
-        self._pending: dict = {}  # node -> tables not yet written (a row group a few thousand rows long
-        self._n_pending = 0  # would make every later read of the node decode it in tiny batches)
+        self._pending: dict = {}  # node -> (tables not yet written, their rows): a row group a few thousand
+        self._n_pending = 0  # rows long would make every later read of the node decode it in tiny batches
         self._generation = 0
 
     def node_dir(self, k: int) -> str:
@@ -255,23 +255,24 @@ class NodeFiles:
         ks, starts = np.unique(node[order], return_index=True)
         ends = np.append(starts[1:], len(order))
         for k, s, e in zip(ks.tolist(), starts.tolist(), ends.tolist()):
-            pending = self._pending.setdefault(k, [])
-            pending.append(table.take(pa.array(order[s:e])))
+            tables, n = self._pending.get(k, ([], 0))
+            tables.append(table.take(pa.array(order[s:e])))
+            self._pending[k] = (tables, n + e - s)
             self._n_pending += e - s
             self.n_rows[k] += e - s
             self.version[k] += 1
-            if sum(t.num_rows for t in pending) >= self.ROW_GROUP:
+            if n + e - s >= self.ROW_GROUP:
                 self._flush(k)
         if self._n_pending >= self.PENDING:
             for k in list(self._pending):
                 self._flush(k)
 
     def _flush(self, k: int) -> None:
-        parts = self._pending.pop(k, None)
-        if not parts:
+        tables, n = self._pending.pop(k, ([], 0))
+        if not n:
             return
-        part = pa.concat_tables(parts)
-        self._n_pending -= part.num_rows
+        part = pa.concat_tables(tables)
+        self._n_pending -= n
         w = self._writers.get(k)
         if w is None:
             os.makedirs(self.node_dir(k), exist_ok=True)
