@@ -16,7 +16,6 @@ from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from rainforest.criteria import CRITERIA
 from rainforest.grow import GrowParams, grow_tree
@@ -164,8 +163,11 @@ class Finisher:
         for a in attrs:
             edges, marked = np.append(self.coarse.edges[k, a], np.inf), np.flatnonzero(marks[a])
             spans[a] = (edges[marked[0] - 1] if marked[0] > 0 else -np.inf, edges[marked[-1]])
-        for batch in _family_batches([p for j in members for p in self.files.files(j)],
-                                     [t for j in members for t in extras.get(j, [])], names, self.batch_size):
+        paths = [p for j in members for p in self.files.files(j)]
+        family = FamilySource(parts=([ParquetSource(paths, partitioning=None)] if paths else []) +
+                              [TableSource(table=t) for j in members for t in extras.get(j, []) if t.num_rows],
+                              name=f"the family of BOAT node {k}")
+        for _, batch in family.scan(names, self.batch_size, prefetch=False):
             X = sub.encode(batch)
             y = sub.label.codes(batch.column(sub.label.name))
             for i, a in enumerate(attrs):
@@ -243,14 +245,6 @@ class Finisher:
         else:
             report.regrown += 1
         return node
-
-
-def _family_batches(paths: list, tables: list, columns: list, batch_size: int) -> Iterator[pa.RecordBatch]:
-    """``columns`` of a family's Parquet files, then of its in-memory tables, a batch at a time."""
-    for path in paths:
-        yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns)
-    for t in tables:
-        yield from t.select(columns).to_batches(batch_size)
 
 
 def _graft(node: Node, sub: Node) -> None:
