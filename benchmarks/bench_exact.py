@@ -20,8 +20,14 @@ its wide columns keyed).  Writes ``<out>.md``, ``<out>.json`` and ``<out>.png`` 
 
     python benchmarks/bench_exact.py                                     # 10M rows, F7
     python benchmarks/bench_exact.py --rows 200000 --out /tmp/exact_small  # a check
+    python benchmarks/bench_exact.py --contenders exact-bins,binned --rounds 5 --out benchmarks/results/exact_rounds
     python benchmarks/bench_exact.py --rows 1000000000 --generated --contenders exact-bins \
         --out benchmarks/results/exact_1b_generated   # 1B rows generated at each pass, no Parquet
+
+With ``--rounds N`` every contender runs N times, the contenders taking turns (a slow spell of the
+shared machine then falls on all of them): a row's seconds are the median of its rounds, every
+round's are kept, and the notes give exact-bins over binned round by round.  A single 10M fit of
+binned mode varied from 1.6 to 2.5 s between runs, so one run's ratio says little.
 
 With ``--generated`` the training rows are :class:`rainforest.datasets.AgrawalSource`: the rows the
 Parquet folder would hold, generated at each pass (a fit's time then includes generating them twice
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import statistics
 import sys
 import tempfile
 import time
@@ -89,6 +96,36 @@ def run(args) -> dict:
             "spill_reads": stats.spill_reads, "spill_bytes": stats.spill_bytes}
 
 
+def pooled(runs: list) -> dict:
+    """One row from a contender's rounds: the median of their fit seconds, every round's kept, the
+    highest peak RSS; a failed round makes the row that round's."""
+    failed = [r for r in runs if not harness.finished(r, "fit_seconds")]
+    if failed:
+        return {**failed[0], "rounds": len(runs)}
+    times = [r["fit_seconds"] for r in runs]
+    return {**runs[-1], "fit_seconds": statistics.median(times), "round_seconds": times, "rounds": len(runs),
+            "same_tree": all(r.get("same_tree", True) for r in runs) if "same_tree" in runs[-1] else "-",
+            "peak_rss_mb": max((r["peak_rss_mb"] for r in runs if r.get("peak_rss_mb") is not None), default=None)}
+
+
+def ratio_notes(rows) -> list:
+    """exact-bins over binned per function and size: of the medians, and round by round."""
+    notes = []
+    for r in rows:
+        if r["name"] != "exact-bins" or not r.get("round_seconds"):
+            continue
+        b = next((x for x in rows if x["name"] == "binned" and x["function"] == r["function"]
+                  and x["rows"] == r["rows"] and x.get("round_seconds")), None)
+        if b is None:
+            continue
+        each = ", ".join(f"{e / s:.2f}" for e, s in zip(r["round_seconds"], b["round_seconds"]))
+        notes.append(f"- F{r['function']} {rows_label(r['rows'])}: exact-bins {r['fit_seconds'] / b['fit_seconds']:.2f}x "
+                     f"binned (medians of {r['rounds']} rounds; round by round {each}); exact-bins "
+                     + ", ".join(f"{t:.2f}" for t in r["round_seconds"]) + " s, binned "
+                     + ", ".join(f"{t:.2f}" for t in b["round_seconds"]) + " s.")
+    return notes
+
+
 def write_markdown(path: Path, rows, info) -> None:
     lines = ["# Exact mode at scale: bins of ranks plus candidate values", "",
              f"Depth {info['depth']}, Agrawal functions {info['functions']}. `{info['command']}` on "
@@ -107,6 +144,9 @@ def write_markdown(path: Path, rows, info) -> None:
                      f"{r.get('same_tree', '-')} |")
     lines += ["", "`candidate values`: the (node, attribute, value) cells the gathering reads summed, over all "
               "levels. Passes are over the data; the gathering reads memory or the spill folder."]
+    notes = ratio_notes(rows)
+    if notes:
+        lines += ["", f"Seconds are medians of {info['rounds']} rounds, the contenders taking turns in each.", ""] + notes
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -128,6 +168,8 @@ def main(argv=None) -> int:
     p.add_argument("--contenders", default=",".join(CONTENDERS))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "exact"))
     p.add_argument("--data-root", default=str(ROOT / "benchmarks" / "data"))
+    p.add_argument("--rounds", type=int, default=1,
+                   help="runs of every contender, taking turns; seconds are their median (default 1)")
     p.add_argument("--generated", action="store_true",
                    help="train on rows generated at each pass (AgrawalSource), with no Parquet folder")
     harness.add_child_options(p, CONTENDERS)
@@ -141,7 +183,8 @@ def main(argv=None) -> int:
     contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
     info = {**harness.run_info(PACKAGES), "rows_list": args.rows,
             "source": "AgrawalSource, generated at each pass" if args.generated else "Parquet", "functions": args.functions, "depth": args.depth,
-            "time_limit": args.time_limit, "memory_budget": args.memory_budget, "contenders": contenders}
+            "time_limit": args.time_limit, "memory_budget": args.memory_budget, "contenders": contenders,
+            "rounds": args.rounds}
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-exact-") as models:
         for f in args.functions:
@@ -156,9 +199,11 @@ def main(argv=None) -> int:
                     child_args += ["--train", str(data_dir / "train"), "--test", str(data_dir / "test")]
                 if args.memory_budget:
                     child_args += ["--memory-budget", args.memory_budget]
-                found = harness.run_compared(__file__, contenders, child_args, args.time_limit, "fit_seconds", models,
-                                             f"{f}-{n}", ("exact-bins", "exact-slots"), "same_tree",
-                                             f"F{f} {rows_label(n)}")
+                rounds = [harness.run_compared(__file__, contenders, child_args, args.time_limit, "fit_seconds",
+                                               models, f"{f}-{n}", ("exact-bins", "exact-slots"), "same_tree",
+                                               f"F{f} {rows_label(n)} round {k + 1}/{args.rounds}")
+                          for k in range(args.rounds)]
+                found = [pooled([rnd[i] for rnd in rounds]) for i in range(len(contenders))]
                 rows += [{**r, "function": f, "rows": n} for r in found]
     harness.write_results(args.out, info, rows, write_markdown, draw)
     return 0
