@@ -14,7 +14,9 @@ class codes, then the weights when not all one), and beside it ``part-P.node``, 
 node (two bytes while the tree fits them, :func:`node_type`).  Reads fill preallocated
 column-major blocks straight from the file (``readinto``: no decoding, no copy) and write every
 row's new node back once the reader has routed it, so the next level routes each row one step,
-not from the root.  A read that counts rows reads the keyed columns' bins in place of their keys
+not from the root.  Records are written by a thread of their own (:mod:`rainforest.write_behind`)
+while the pass goes on: past the kernel's dirty-page limit every write waits for the disk.  A read
+that counts rows reads the keyed columns' bins in place of their keys
 (two bytes a row where the key is eight; :mod:`rainforest.bin_routing`) and the keys of the few rows
 it needs where they lie.  Record sizes are kept in memory: the folder is this process's alone.
 
@@ -43,6 +45,7 @@ from .meter import log
 from .rows import RowBlock, column_dtypes, label_dtype
 from .schema import NUMERIC, Schema
 from .signals import raise_pending, termination_as_interrupt
+from .write_behind import WriteBehind
 
 def node_type(n_tree_nodes: int) -> np.dtype:
     """How a node file holds each row's node: two bytes while the tree's nodes number fewer than
@@ -146,6 +149,7 @@ class Spill:
         self.bytes_written = 0
         self.bytes_read = 0
         self.reads = 0
+        self._behind = WriteBehind()  # the files' writes, in a thread of their own
         self._signals = contextlib.ExitStack()  # closed by remove(): the handlers live as long as the folder
         self._signals.enter_context(termination_as_interrupt(only_default=True))
         try:  # the folder made last (an interrupt while it is made removes it there)
@@ -181,21 +185,18 @@ class Spill:
             g = self.generation + 1
             files = self._writing[p] = (open(self._file(g, p, "rows"), "wb"), open(self._file(g, p, "node"), "wb"), [])
         data, node, sizes = files
-        written = 0
-        for j, t in enumerate(self._column_types()):
-            column = np.ascontiguousarray(rows.S[:, j], t)
-            data.write(column.data)
-            written += column.nbytes
-        for a in self.bin_columns:
-            column = counted_column(rows.S, int(a), *self.key_bins.kernel_args())
-            data.write(column.data)
-            written += column.nbytes
-        data.write(np.ascontiguousarray(rows.y).data)
+        # the record's columns copied here (the block's arrays may change once the pass moves on) and
+        # written by the write-behind thread while the pass goes on
+        columns = [np.array(rows.S[:, j], t) for j, t in enumerate(self._column_types())]
+        columns += [counted_column(rows.S, int(a), *self.key_bins.kernel_args()) for a in self.bin_columns]
+        columns.append(np.array(rows.y))
         if len(rows.w):
-            data.write(np.ascontiguousarray(rows.w, "<f8").data)
-        node.write(np.ascontiguousarray(rows.node, self._next_node_type).data)
+            columns.append(np.array(rows.w, "<f8"))
+        nodes = np.array(rows.node, self._next_node_type)
+        self._behind.write(data, columns)
+        self._behind.write(node, [nodes])
         sizes.append(len(rows))
-        self.bytes_written += written + rows.y.nbytes + rows.w.nbytes + self._next_node_type.itemsize * len(rows)
+        self.bytes_written += sum(c.nbytes for c in columns) + nodes.nbytes
 
     def _column_types(self) -> list[np.dtype]:
         """How each slot column is stored: its own type, or the rows' when none was given."""
@@ -203,6 +204,7 @@ class Spill:
 
     def commit(self) -> None:
         """Close the new generation's files, make it current and delete the previous one."""
+        self._behind.flush()
         for data, node, _ in self._writing.values():
             data.close()
             node.close()
@@ -373,6 +375,7 @@ class Spill:
         return sum(sum(self._records[p]) for p in parts if p in self.parts)
 
     def remove(self) -> None:
+        self._behind.close()
         for files in self._writing.values():
             for f in files[:2]:
                 f.close()

@@ -32,7 +32,7 @@ ENGINE_MODULES = ["atomic", "split_choice", "target_parts", "avc", "bin_routing"
                   "forest_rows", "grow", "in_bag", "inputs", "meter", "model_fields", "nodes", "outputs",
                   "params", "partition", "plan", "profile", "profile_data", "pruning", "pushdown", "node_tables", "rowhash", "rows", "row_encoding",
                   "rules", "schema", "signals", "slot_values", "spill", "split_bounds", "split_scores", "sql", "subtree", "supply",
-                  "threads", "tree", "tree_check", "tree_setup", "value_keys", "warm_up"]
+                  "threads", "tree", "tree_check", "tree_setup", "value_keys", "warm_up", "write_behind"]
 LEARNER_MODULES = ["base", "bayes", "boosted_source", "boosting", "class_resampling", "classifier_metrics",
                    "decision_threshold", "dot", "estimators", "evaluation", "forest", "forest_estimator", "forest_file",
                    "forest_regressor", "metrics", "model_check", "model_comparison", "model_file", "onnx", "onnx_nodes",

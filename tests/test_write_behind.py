@@ -1,0 +1,82 @@
+"""The spill's write-behind thread (rainforest/write_behind.py): order, back-pressure, errors, stop."""
+import io
+import threading
+
+import numpy as np
+import pytest
+
+from rainforest.write_behind import WriteBehind
+
+
+class GatedFile(io.BytesIO):
+    """A file whose writes wait for ``gate`` (the disk catching up)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = threading.Event()
+
+    def write(self, b):
+        self.gate.wait(30)
+        return super().write(b)
+
+
+def test_pieces_are_written_in_order_and_the_thread_ends_with_them():
+    rng = np.random.default_rng(0)
+    pieces = [rng.integers(0, 255, size=int(n), dtype=np.uint8) for n in rng.integers(1, 5000, size=200)]
+    a, b = io.BytesIO(), io.BytesIO()
+    behind = WriteBehind(limit=10_000)
+    before = set(threading.enumerate())
+    for i, p in enumerate(pieces):
+        behind.write(a if i % 3 else b, [p, p[::-1].copy()])
+    behind.flush()
+    # no thread outlives the writing (a spill that is never removed leaves none behind)
+    assert not [t for t in threading.enumerate() if t not in before and t.name == "rainforest-write-behind"]
+    assert a.getvalue() == b"".join(p.tobytes() + p[::-1].tobytes() for i, p in enumerate(pieces) if i % 3)
+    assert b.getvalue() == b"".join(p.tobytes() + p[::-1].tobytes() for i, p in enumerate(pieces) if not i % 3)
+    behind.close()
+
+
+def test_a_writer_waits_once_limit_bytes_are_pending():
+    f = GatedFile()
+    behind = WriteBehind(limit=15)
+    behind.write(f, [b"x" * 10])  # taken at once: nothing pending before it
+    second = threading.Thread(target=behind.write, args=(f, [b"y" * 10]))
+    second.start()
+    second.join(0.5)
+    assert second.is_alive(), "a piece passing the limit was taken while the first was unwritten"
+    f.gate.set()
+    second.join(30)
+    assert not second.is_alive()
+    behind.flush()
+    assert f.getvalue() == b"x" * 10 + b"y" * 10
+    behind.close()
+
+
+def test_an_error_in_the_thread_is_raised_by_the_next_call():
+    class Full(io.BytesIO):
+        def write(self, b):
+            raise OSError(28, "No space left on device")
+
+    behind = WriteBehind()
+    behind.write(Full(), [b"abc"])
+    with pytest.raises(OSError, match="No space left"):
+        behind.flush()
+    with pytest.raises(OSError, match="No space left"):  # and every later one: nothing more is written
+        behind.write(io.BytesIO(), [b"def"])
+    behind.close()
+
+
+def test_close_drops_what_is_not_written_and_ends_the_thread():
+    f = GatedFile()
+    behind = WriteBehind(limit=1 << 20)
+    before = set(threading.enumerate())
+    for _ in range(5):
+        behind.write(f, [b"z" * 100])
+    (thread,) = [t for t in threading.enumerate() if t not in before and t.name == "rainforest-write-behind"]
+    closer = threading.Thread(target=behind.close)
+    closer.start()
+    closer.join(0.3)  # close() has dropped the pieces waiting and waits for the write under way
+    f.gate.set()
+    closer.join(30)
+    assert not closer.is_alive() and not thread.is_alive()
+    assert f.getvalue() == b"z" * 100
