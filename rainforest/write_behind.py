@@ -81,7 +81,10 @@ class WriteBehind:
             try:
                 for b in buffers:
                     file.write(b)
-            except BaseException as exc:  # raised in the caller's thread
+            except BaseException as exc:  # raised in the caller's thread, an OSError naming the file
+                if isinstance(exc, OSError):
+                    named = OSError(exc.errno, f"{exc.strerror or exc}: writing {getattr(file, 'name', 'a file')}")
+                    named.__cause__, exc = exc, named
                 with self._changed:
                     self._error = exc
                     self._pieces.clear()

@@ -54,12 +54,14 @@ def test_a_writer_waits_once_limit_bytes_are_pending():
 
 def test_an_error_in_the_thread_is_raised_by_the_next_call():
     class Full(io.BytesIO):
+        name = "/spill/part-0.rows"
+
         def write(self, b):
             raise OSError(28, "No space left on device")
 
     behind = WriteBehind()
     behind.write(Full(), [b"abc"])
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(OSError, match="No space left on device: writing /spill/part-0.rows"):
         behind.flush()
     with pytest.raises(OSError, match="No space left"):  # and every later one: nothing more is written
         behind.write(io.BytesIO(), [b"def"])
@@ -80,3 +82,37 @@ def test_close_drops_what_is_not_written_and_ends_the_thread():
     closer.join(30)
     assert not closer.is_alive() and not thread.is_alive()
     assert f.getvalue() == b"z" * 100
+
+
+def test_a_disk_filling_up_under_the_spill_is_one_error_naming_the_file_and_leaves_no_folder(tmp_path, monkeypatch):
+    from rainforest import DecisionTreeClassifier, spill
+    from rainforest.datasets import agrawal_table
+
+    table = agrawal_table(60_000, function=7, seed=4)
+    real_open = open
+
+    class Filling:  # a rows file whose disk fills up after 100 kB
+        def __init__(self, f):
+            self.f, self.name, self.written = f, f.name, 0
+
+        def write(self, b):
+            self.written += memoryview(b).nbytes
+            if self.written > 100_000:
+                raise OSError(28, "No space left on device")
+            return self.f.write(b)
+
+        def __getattr__(self, attr):
+            return getattr(self.f, attr)
+
+    def filling_open(path, mode="r", *args, **kwargs):
+        f = real_open(path, mode, *args, **kwargs)
+        return Filling(f) if str(path).endswith(".rows") and "w" in mode else f
+
+    monkeypatch.setattr(spill, "open", filling_open, raising=False)
+    clf = DecisionTreeClassifier(max_depth=6, memory_budget="1MB", spill_dir=str(tmp_path))
+    with pytest.raises(OSError, match=r"No space left on device: writing .*part-0\.rows"):
+        clf.fit(table, target="class")
+    assert list(tmp_path.iterdir()) == []  # the spill folder went with the error
+    monkeypatch.undo()
+    fitted = DecisionTreeClassifier(max_depth=6, memory_budget="1MB", spill_dir=str(tmp_path)).fit(table, target="class")
+    assert fitted.grow_stats_.spill_bytes > 100_000  # the spill this test fills up is written where there is room
