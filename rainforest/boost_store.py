@@ -33,6 +33,7 @@ from .rows import RowBlock, column_dtypes, label_dtype, slot_dtype
 from .schema import Schema
 from .slot_values import predicted_classes, slot_tables
 from .spill import Spill, disk_shortfall, spilled_bytes
+from .write_behind import write_ahead
 
 log = logging.getLogger("rainforest")
 
@@ -174,7 +175,8 @@ class BoostStore:
                 warnings.warn(f"{short}: each boosting round reads the source instead; give spill_dir a larger "
                               f"disk to read it twice", RuntimeWarning, stacklevel=3)
                 return None
-            store.spill = Spill(spill_dir, len(schema.attributes), column_dtypes(schema))
+            store.spill = Spill(spill_dir, len(schema.attributes), column_dtypes(schema),
+                                write_ahead=write_ahead(budget_bytes))
         try:
             if store.spill is None:
                 store.kept = []

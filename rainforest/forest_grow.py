@@ -27,6 +27,7 @@ from .rows import KeptRows, column_dtypes, label_dtype
 from .rules import depth_limit, keeps_split, node_criterion, node_totals, pre_leaf, value_weights
 from .spill import Spill, room_for, spilled_row_bytes
 from .target_parts import NO_GRID, PARTS_CHANNELS, widened
+from .write_behind import write_ahead
 
 TREES_PER_THREAD = 2  # trees grown at once from copies of their in-bag rows, per Numba thread
 
@@ -358,7 +359,7 @@ class ForestGrower:
         counting = task.counting if isinstance(task, ForestGather) else task  # the pass the store and spill serve
         if write and self.write and self.spill is None:
             self.spill = Spill(self.params.spill_dir, self.columns.width,
-                               column_dtypes(self.columns.column_schema))
+                               column_dtypes(self.columns.column_schema), write_ahead=write_ahead(self.budget))
             counting.spill = self.spill.writer(np.zeros(1, np.int64))  # every row to partition 0
         before = self.source.n_passes
         where = "the rows kept on the workers" if self.store is not None and level > 0 else \

@@ -37,6 +37,7 @@ from .schema import Schema
 from .spill import Spill, page_cache_holds, room_for, spill_footprint, spilled_bytes
 from .split_choice import search_group
 from .supply import RowSupply
+from .write_behind import write_ahead
 from .target_parts import NO_GRID, PARTS_CHANNELS, moments_of_parts
 from .tree import Tree
 
@@ -388,7 +389,8 @@ class _Growth:
                 if supply.spill is None:  # keyed columns' bins beside their keys where the cache holds them all
                     footprint = spill_footprint(int(nodes.n_node_samples[0]), self.schema, self.row_weights)
                     supply.spill = Spill(self.params.spill_dir, self.n_attr, column_dtypes(self.schema),
-                                         self.counted if page_cache_holds(footprint) else None)
+                                         self.counted if page_cache_holds(footprint) else None,
+                                         write_ahead(self.budget_bytes))
                 part_of_node = np.full(len(nodes.feature), -1, np.int64)
                 for cj, c in enumerate(level.chunks):
                     for n in (n for g in c for n in g):

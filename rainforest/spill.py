@@ -45,7 +45,7 @@ from .meter import log
 from .rows import RowBlock, column_dtypes, label_dtype
 from .schema import NUMERIC, Schema
 from .signals import raise_pending, termination_as_interrupt
-from .write_behind import WriteBehind
+from .write_behind import WRITE_AHEAD, WriteBehind
 
 def node_type(n_tree_nodes: int) -> np.dtype:
     """How a node file holds each row's node: two bytes while the tree's nodes number fewer than
@@ -130,10 +130,13 @@ class Spill:
         The growth's counted slots: each keyed attribute's bin (``uint16``) is stored beside its keys,
         so that :meth:`read` with ``keyed_as="bins"`` reads two bytes a row for the column where it
         would read eight (:mod:`rainforest.bin_routing`).
+    write_ahead : int
+        Bytes of records handed to the write-behind thread and not yet written, at most
+        (:func:`rainforest.write_behind.write_ahead` of the budget).
     """
 
     def __init__(self, parent: str | None, n_attributes: int, column_types: list | None = None,
-                 key_bins: CountedSlots | None = None):
+                 key_bins: CountedSlots | None = None, write_ahead: int = WRITE_AHEAD):
         self.n_attributes = n_attributes
         self.column_types = column_types
         self.key_bins = key_bins if key_bins is not None and key_bins.keyed.any() else None
@@ -149,7 +152,7 @@ class Spill:
         self.bytes_written = 0
         self.bytes_read = 0
         self.reads = 0
-        self._behind = WriteBehind()  # the files' writes, in a thread of their own
+        self._behind = WriteBehind(write_ahead)  # the files' writes, in a thread of their own
         self._signals = contextlib.ExitStack()  # closed by remove(): the handlers live as long as the folder
         self._signals.enter_context(termination_as_interrupt(only_default=True))
         try:  # the folder made last (an interrupt while it is made removes it there)

@@ -17,6 +17,12 @@ import threading
 WRITE_AHEAD = 64 << 20  # bytes handed over and not yet written, at most (besides one larger piece)
 
 
+def write_ahead(budget_bytes: int) -> int:
+    """The bytes a pass may hand over and not yet see written, within ``budget_bytes``: a quarter of
+    the batches' quarter (a 1 GB budget hands over 62 MB), at most :data:`WRITE_AHEAD`, at least 1 MB."""
+    return max(1 << 20, min(WRITE_AHEAD, budget_bytes // 16))
+
+
 class WriteBehind:
     """Writes ``(file, buffers)`` pieces in a daemon thread, started at the first piece."""
 

@@ -116,3 +116,22 @@ def test_a_disk_filling_up_under_the_spill_is_one_error_naming_the_file_and_leav
     monkeypatch.undo()
     fitted = DecisionTreeClassifier(max_depth=6, memory_budget="1MB", spill_dir=str(tmp_path)).fit(table, target="class")
     assert fitted.grow_stats_.spill_bytes > 100_000  # the spill this test fills up is written where there is room
+
+
+def test_what_a_spill_hands_over_follows_the_budget(monkeypatch):
+    from rainforest import DecisionTreeClassifier, write_behind
+    from rainforest.datasets import agrawal_table
+
+    limits = []
+    init = WriteBehind.__init__
+
+    def noted(self, limit=write_behind.WRITE_AHEAD):
+        limits.append(limit)
+        init(self, limit)
+
+    monkeypatch.setattr(WriteBehind, "__init__", noted)
+    table = agrawal_table(60_000, function=7, seed=4)
+    small = DecisionTreeClassifier(max_depth=6, memory_budget="1MB").fit(table, target="class")
+    assert small.grow_stats_.spill_bytes > 0 and limits == [1 << 20]  # 1 MB // 16 is under the 1 MB floor
+    assert write_behind.write_ahead(64 * 10**6) == 4 * 10**6  # a sixteenth of the budget
+    assert write_behind.write_ahead(10**9) == 62_500_000 and write_behind.write_ahead(10**12) == write_behind.WRITE_AHEAD
