@@ -37,9 +37,9 @@ from .schema import Schema
 from .spill import Spill, page_cache_holds, room_for, spill_footprint, spilled_bytes
 from .split_choice import search_group
 from .supply import RowSupply
-from .write_behind import write_ahead
 from .target_parts import NO_GRID, PARTS_CHANNELS, moments_of_parts
 from .tree import Tree
+from .write_behind import write_ahead
 
 
 @dataclass
