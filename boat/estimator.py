@@ -93,6 +93,11 @@ class BoatClassifier(Classifier):
         Subtrees rebuilt by RainForest because their check failed (not served from the cache).
     n_frontier_subtrees_ : int
         Frontier subtrees grown by RainForest (an update regrows only those whose rows changed).
+    n_work_reads_, n_work_rows_read_ : int
+        Reads of the work folder's node files by the last ``fit`` / ``update``'s finish (each pass of
+        a subtree grown over its family, each node's held rows, each read of buckets' rows) and the
+        rows they gave: what the work folder, not the data, cost (an update serving a subtree from
+        the cache reads none of its rows; deletions' rewrites of the files they touch are not counted).
     verification_failures_ : list of (int, str)
         The failed coarse nodes and why.
     n_coarse_nodes_ : int
@@ -264,6 +269,7 @@ class BoatClassifier(Classifier):
         self.n_verification_failures_ = len(report.failures)
         self.n_rebuilt_subtrees_ = report.rebuilt
         self.n_frontier_subtrees_ = report.regrown
+        self.n_work_reads_, self.n_work_rows_read_ = report.work_reads, report.work_rows
         self.n_rows_ = s["n_rows"]
 
     # -- updates ---------------------------------------------------------------------------------

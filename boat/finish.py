@@ -35,6 +35,7 @@ class FamilySource(Source):
 
     parts: list = None
     name: str = "a node's family"
+    report: object = None  # a FinishReport counting the reads of the work folder's files (work_reads, work_rows)
 
     @property
     def schema(self) -> pa.Schema:
@@ -46,7 +47,12 @@ class FamilySource(Source):
 
     def _batches(self, columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         for part in self.parts:  # uncounted here: the family's pass is counted once, by its own scan
+            files = self.report is not None and isinstance(part, ParquetSource)  # the work folder's, not routed rows
+            if files:
+                self.report.work_reads += 1
             for _, batch in part.scan(columns, batch_size, prefetch=False):
+                if files:
+                    self.report.work_rows += batch.num_rows
                 yield batch
 
 
@@ -56,6 +62,8 @@ class FinishReport:
     rebuilt: int = 0  # failed nodes whose subtree was grown (not taken from the cache)
     regrown: int = 0  # frontier subtrees grown (not taken from the cache)
     verified: int = 0  # coarse nodes whose exact split was verified
+    work_reads: int = 0  # reads of node files in the work folder: a family's pass, a node's held rows, its buckets
+    work_rows: int = 0  # the rows those reads gave
 
 
 @dataclass
@@ -95,7 +103,7 @@ class Finisher:
                                         f"holds ({room:,}); RainForest grows its subtree instead"))
                 _graft(node, self._subtree(k, extras, n_total, report, failed=True))
                 continue
-            held = self._held(k, extras)
+            held = self._held(k, extras, report)
             f = int(self.coarse.feature[k])
             X = self.schema.encode(held) if held is not None else np.empty((0, len(self.schema.attributes)))
             y = self.schema.label.codes(held.column(self.schema.label.name)) if held is not None \
@@ -106,7 +114,7 @@ class Finisher:
                                interval_slot, (stats.total[k], stats.below[k], stats.above[k], stats.below_max[k],
                                                stats.above_min[k]),
                                X[:, f], y, crit, self.params.min_samples_leaf, self.params.max_exhaustive,
-                               lambda marks: self._bucket_rows(k, extras, marks, stats.counts[k], room))
+                               lambda marks: self._bucket_rows(k, extras, marks, stats.counts[k], room, report))
             if isinstance(split, str) or not self._consistent(k, split, X):
                 report.failures.append((k, split if isinstance(split, str) else "the exact split routes "
                                         "differently from the coarse criterion"))
@@ -146,7 +154,8 @@ class Finisher:
         failed one is, by RainForest from the work folder within the budget: the same exact subtree."""
         return self.budget // 2 // (8 * len(self.columns) + 16 * len(self.schema.attributes))
 
-    def _bucket_rows(self, k: int, extras: dict, marks: dict, block: np.ndarray, room: int) -> dict | str:
+    def _bucket_rows(self, k: int, extras: dict, marks: dict, block: np.ndarray, room: int,
+                     report: FinishReport) -> dict | str:
         """The rows of node ``k``'s family (its subtree's files, and the rows routed to them) in the buckets
         ``marks`` flags per numeric attribute: ``{attribute: (bucket, value, class)}`` (see
         :func:`rainforest.boat.verify.node_split`).  One read of the family's columns of those attributes."""
@@ -166,7 +175,7 @@ class Finisher:
         paths = [p for j in members for p in self.files.files(j)]
         family = FamilySource(parts=([ParquetSource(paths, partitioning=None)] if paths else []) +
                               [TableSource(table=t) for j in members for t in extras.get(j, []) if t.num_rows],
-                              name=f"the family of BOAT node {k}")
+                              name=f"the family of BOAT node {k}", report=report)
         for _, batch in family.scan(names, self.batch_size, prefetch=False):
             X = sub.encode(batch)
             y = sub.label.codes(batch.column(sub.label.name))
@@ -185,12 +194,14 @@ class Finisher:
         return bool(pre_leaf(depth, node.n, float(node.value.sum()), node.impurity, self.params, max_depth,
                              min_weight_leaf))
 
-    def _held(self, k: int, extras: dict) -> pa.Table | None:
+    def _held(self, k: int, extras: dict, report: FinishReport) -> pa.Table | None:
         """Node ``k``'s held rows: its files' and those routed to it."""
         parts = []
         own = self.files.read(k, self.columns)
         if own is not None:
             parts.append(own)
+            report.work_reads += 1
+            report.work_rows += own.num_rows
         parts.extend(extras.get(k, []))
         parts = [p for p in parts if p.num_rows]
         return pa.concat_tables(parts) if parts else None
@@ -235,8 +246,8 @@ class Finisher:
         parts = ([ParquetSource(paths, partitioning=None)] if paths else []) + \
             ([TableSource(table=pa.concat_tables(tables))] if tables else [])
         n_rows = int(sum(self.files.n_rows[j] for j in members) + sum(t.num_rows for t in tables))
-        tree, _ = grow_tree(FamilySource(parts=parts, name=f"the family of BOAT node {k}"), self.schema, self.params,
-                            self.budget, self.batch_size, None, n_rows=n_rows,
+        family = FamilySource(parts=parts, name=f"the family of BOAT node {k}", report=report)
+        tree, _ = grow_tree(family, self.schema, self.params, self.budget, self.batch_size, None, n_rows=n_rows,
                             root_depth=int(self.coarse.depth[k]), total_weight=float(n_total))
         node = tree_nodes(tree)
         self.cache[k] = (signature, node)

@@ -352,3 +352,27 @@ def test_failed_fit_leaves_no_folder(tmp_path):
     with pytest.raises(ValueError, match="bad"):
         BoatClassifier(spill_dir=str(tmp_path), **FAST).fit(src, target="class")
     assert os.listdir(tmp_path) == []
+
+
+def test_an_update_counts_its_reads_of_the_work_folder():
+    """``n_work_reads_`` / ``n_work_rows_read_``: the finish's reads of the work folder.  Copies of one
+    row reach one node: an update whose copies regrow no subtree reads only the coarse nodes' held rows
+    (the subtrees come from the cache), one that regrows a family reads its files too; every tree is a
+    fresh fit's."""
+    data = agrawal_table(8000, function=1, seed=31)
+    with BoatClassifier(**FAST).fit(data, target="class") as clf:
+        assert clf.n_frontier_subtrees_ >= 2 and clf.n_work_reads_ >= 1 and clf.n_work_rows_read_ > 0
+        seen = {}  # subtrees grown -> (reads, rows) of the updates that grew that many
+        for row in range(10):
+            copies = data.take(pa.array([row] * 40))
+            clf.update(inserted=copies)
+            data = pa.concat_tables([data, copies])
+            assert clf.tree_.to_dict() == _exact(data).to_dict()
+            grown = clf.n_frontier_subtrees_ + clf.n_rebuilt_subtrees_
+            seen.setdefault(min(grown, 1), []).append((clf.n_work_reads_, clf.n_work_rows_read_))
+        assert set(seen) == {0, 1}  # some updates served every subtree from the cache, some did not
+        # served from the cache: the held rows alone, as many reads each time; regrowing reads as many
+        # or more (a family of rows routed from intervals only has no file), and some read a family's files
+        assert len({r for r, _ in seen[0]}) == 1 and max(r for r, _ in seen[0]) <= min(r for r, _ in seen[1])
+        assert max(r for r, _ in seen[1]) > max(r for r, _ in seen[0])
+        assert max(n for _, n in seen[1]) > max(n for _, n in seen[0])
