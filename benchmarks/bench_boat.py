@@ -67,6 +67,7 @@ def run_boat(args) -> dict:
     row = {"fit_seconds": fit, "passes": int(clf.n_passes_), "warmup_seconds": warmup,
            "verification_failures": clf.n_verification_failures_, "rebuilt_subtrees": clf.n_rebuilt_subtrees_,
            "coarse_nodes": clf.n_coarse_nodes_, "frontier_subtrees": clf.n_frontier_subtrees_,
+           "work_reads": clf.n_work_reads_, "work_rows_read": clf.n_work_rows_read_,
            "test_accuracy": float(clf.score(args.test, target=LABEL)), "n_nodes": int(clf.tree_.node_count)}
     clf.close()
     return row
@@ -122,6 +123,7 @@ def run_update(args) -> dict:
         row = {"fit_seconds": update, "rebuild_seconds": fit, "update_ratio": update / fit, "passes": int(clf.n_passes_),
                "inserted_rows": n_new, "verification_failures": clf.n_verification_failures_,
                "rebuilt_subtrees": clf.n_rebuilt_subtrees_, "frontier_subtrees": clf.n_frontier_subtrees_,
+               "work_reads": clf.n_work_reads_, "work_rows_read": clf.n_work_rows_read_,
                "warmup_seconds": warmup, "equals_rebuild": None}
         if args.rows <= args.check_update_rows:
             from rainforest.storage import ParquetSource
@@ -157,6 +159,11 @@ def write_markdown(path: Path, rows, info) -> None:
               "BOAT fit of the same run; `equal` says whether the updated tree equals a fresh fit on the changed data, "
               "`not compared` above `--check-update-rows`. Passes are over the data (BOAT's repairs read its work "
               "folder)."]
+    reads = [f"{r['name']} F{r['function']} {rows_label(r['rows'])}: {r['work_reads']} reads, {r['work_rows_read']:,} rows"
+             for r in rows if r.get("work_reads") is not None]
+    if reads:
+        lines += ["", "Work folder reads (`n_work_reads_`, `n_work_rows_read_`: the finish's reads of node files, the "
+                  "fit's or the update's): " + "; ".join(reads) + "."]
     path.write_text("\n".join(lines) + "\n")
 
 
