@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import statistics
 import sys
 import tempfile
 import time
@@ -97,15 +96,12 @@ def run(args) -> dict:
 
 
 def pooled(runs: list) -> dict:
-    """One row from a contender's rounds: the median of their fit seconds, every round's kept, the
-    highest peak RSS; a failed round makes the row that round's."""
-    failed = [r for r in runs if not harness.finished(r, "fit_seconds")]
-    if failed:
-        return {**failed[0], "rounds": len(runs)}
-    times = [r["fit_seconds"] for r in runs]
-    return {**runs[-1], "fit_seconds": statistics.median(times), "round_seconds": times, "rounds": len(runs),
-            "same_tree": all(r.get("same_tree", True) for r in runs) if "same_tree" in runs[-1] else "-",
-            "peak_rss_mb": max((r["peak_rss_mb"] for r in runs if r.get("peak_rss_mb") is not None), default=None)}
+    """One row from a contender's rounds (:func:`harness.pooled_rounds` of their fit seconds), the same
+    tree only where every round built it."""
+    row = harness.pooled_rounds(runs, "fit_seconds")
+    if "same_tree" in runs[-1]:
+        row["same_tree"] = all(r.get("same_tree", True) for r in runs)
+    return row
 
 
 def ratio_notes(rows) -> list:

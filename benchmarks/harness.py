@@ -76,15 +76,16 @@ def finished(row: dict, key: str = "seconds") -> bool:
     return row.get("status") == "ok" and row.get(key) is not None
 
 
-def pooled_rounds(runs: list) -> dict:
-    """One row from a contender's rounds (each a child's row with ``seconds`` and ``all_seconds``): the
-    median of all their timed runs, the highest peak RSS; a failed round makes the row that round's."""
-    failed = [r for r in runs if not finished(r)]
+def pooled_rounds(runs: list, key: str = "seconds") -> dict:
+    """One row from a contender's rounds (each a child's row with its time ``key`` and, where the child
+    timed several runs, ``all_<key>``): the median of all their timed runs, each round's time, the
+    highest peak RSS; a failed round makes the row that round's."""
+    failed = [r for r in runs if not finished(r, key)]
     if failed:
         return {**failed[0], "rounds": len(runs)}
-    times = [t for r in runs for t in r["all_seconds"]]
-    return {**runs[-1], "seconds": statistics.median(times), "all_seconds": times,
-            "round_seconds": [r["seconds"] for r in runs],
+    times = [t for r in runs for t in r.get(f"all_{key}", [r[key]])]
+    return {**runs[-1], key: statistics.median(times), f"all_{key}": times,
+            "round_seconds": [r[key] for r in runs],
             "peak_rss_mb": max((r["peak_rss_mb"] for r in runs if r.get("peak_rss_mb") is not None), default=None),
             "rounds": len(runs)}
 
