@@ -7,7 +7,8 @@ pass standing still meanwhile.  A :class:`WriteBehind` takes the buffers and wri
 order given, in its own thread (``write`` releases the GIL), holding at most ``limit`` bytes not yet
 written: the pass waits only once it is that far ahead.  Buffers are made by the caller (Numba's
 parallel kernels run in the pass's thread alone).  An error in the thread is raised in the caller
-at its next :meth:`write` or :meth:`flush`.
+at its next :meth:`write` or :meth:`flush`.  :meth:`run` takes any writing action in the same order
+(BOAT's node files hand over Parquet row groups, which pyarrow encodes and writes without the GIL).
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def write_ahead(budget_bytes: int) -> int:
 
 
 class WriteBehind:
-    """Writes ``(file, buffers)`` pieces in a daemon thread, started at the first piece."""
+    """Runs writing actions (``(file, buffers)`` pieces, or callables) in order in a daemon thread,
+    started at the first piece."""
 
     def __init__(self, limit: int = WRITE_AHEAD):
         self.limit = limit
@@ -38,12 +40,21 @@ class WriteBehind:
     def write(self, file, buffers: list) -> None:
         """Write ``buffers`` (objects with the buffer protocol, kept unchanged until written) to
         ``file`` after every piece before them; waits while more than ``limit`` bytes are pending."""
-        size = sum(memoryview(b).nbytes for b in buffers)
+
+        def action():
+            for b in buffers:
+                file.write(b)
+        self.run(action, sum(memoryview(b).nbytes for b in buffers), getattr(file, "name", "a file"))
+
+    def run(self, action, size: int, name: str) -> None:
+        """Call ``action()`` (which writes ``size`` bytes to the file ``name``, from data it holds and
+        no one changes) in the thread, after every piece before it; waits while more than ``limit``
+        bytes are pending.  An OSError it raises is raised again here, naming ``name``."""
         with self._changed:
             while self._pending and self._pending + size > self.limit and self._error is None:
                 self._changed.wait()
             self._raise()
-            self._pieces.append((file, buffers, size))
+            self._pieces.append((action, name, size))
             self._pending += size
             self._changed.notify_all()
         if self._thread is None:
@@ -61,7 +72,8 @@ class WriteBehind:
 
     def close(self) -> None:
         """End the thread, dropping pieces not yet written (the caller removes their files): after an
-        error or an interrupt.  A write under way ends first."""
+        error or an interrupt.  A write under way ends first.  The thread's error, if any, is dropped
+        too: a later piece starts afresh."""
         with self._changed:
             self._stopping = True
             self._pieces.clear()
@@ -71,6 +83,7 @@ class WriteBehind:
             self._thread.join()
             self._thread = None
         self._stopping = False
+        self._error = None
 
     def _raise(self) -> None:
         if self._error is not None:  # every later call too: the thread has ended
@@ -83,13 +96,12 @@ class WriteBehind:
                     self._changed.wait()
                 if self._stopping:
                     return
-                file, buffers, size = self._pieces[0]
+                action, name, size = self._pieces[0]
             try:
-                for b in buffers:
-                    file.write(b)
+                action()
             except BaseException as exc:  # raised in the caller's thread, an OSError naming the file
                 if isinstance(exc, OSError):
-                    named = OSError(exc.errno, f"{exc.strerror or exc}: writing {getattr(file, 'name', 'a file')}")
+                    named = OSError(exc.errno, f"{exc.strerror or exc}: writing {name}")
                     named.__cause__, exc = exc, named
                 with self._changed:
                     self._error = exc
