@@ -11,8 +11,10 @@ hold the node's family; interval files are routed on once the exact split is kno
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, fields
+from functools import partial
 
 import numba
 import numpy as np
@@ -21,6 +23,7 @@ import pyarrow.parquet as pq
 
 from rainforest.counting import add_row
 from rainforest.schema import CATEGORICAL, Schema, lower_bound
+from rainforest.write_behind import WRITE_AHEAD, WriteBehind
 
 from .coarse import CoarseTree
 
@@ -222,7 +225,10 @@ class NodeFiles:
 
     Each write (the cleanup pass, each update) adds one file per node it reaches; deletions
     rewrite a node's files through a temporary file and a rename.  ``version[k]`` changes
-    whenever node ``k``'s rows do."""
+    whenever node ``k``'s rows do.  Row groups are encoded and written by a thread of their own
+    (:class:`rainforest.write_behind.WriteBehind`, at most ``write_ahead`` bytes handed over and not
+    yet written), so the pass routes and counts the next batches meanwhile: at 100M rows the files
+    outgrow the kernel's dirty pages, and every write would wait for the disk."""
 
     ROW_GROUP = 65536  # rows a node's row group gathers before it is written: the reads' batches
     # lz4 without dictionaries: the work folder is written once and read by every repair, subtree and
@@ -231,10 +237,12 @@ class NodeFiles:
     WRITE_OPTIONS = dict(compression="lz4", use_dictionary=False)
     PENDING = 8 * ROW_GROUP  # rows all nodes may gather in memory before every node's are written
 
-    def __init__(self, folder: str, n_nodes: int):
+    def __init__(self, folder: str, n_nodes: int, write_ahead: int = WRITE_AHEAD):
         self.folder = folder
         self.version = np.zeros(n_nodes, np.int64)
         self.n_rows = np.zeros(n_nodes, np.int64)
+        self._committed = (self.version.copy(), self.n_rows.copy())  # what abort() goes back to
+        self._behind = WriteBehind(write_ahead)
         self._writers: dict = {}
         self._pending: dict = {}  # node -> (tables not yet written, their rows): a row group a few thousand
         self._n_pending = 0  # rows long would make every later read of the node decode it in tiny batches
@@ -276,29 +284,40 @@ class NodeFiles:
         w = self._writers.get(k)
         if w is None:
             os.makedirs(self.node_dir(k), exist_ok=True)
-            path = os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet")
-            w = self._writers[k] = pq.ParquetWriter(path + ".tmp", part.schema, **self.WRITE_OPTIONS)
-        w.write_table(part, row_group_size=max(part.num_rows, 1))
+            w = self._writers[k] = pq.ParquetWriter(self._path(k) + ".tmp", part.schema, **self.WRITE_OPTIONS)
+        self._behind.run(partial(w.write_table, part, row_group_size=max(part.num_rows, 1)), part.nbytes,
+                         self._path(k) + ".tmp")
+
+    def _path(self, k: int) -> str:
+        """Node ``k``'s file of the write under way."""
+        return os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet")
 
     def commit(self) -> None:
         """Write the rows still gathered, close this write's files and move them into place."""
         for k in list(self._pending):
             self._flush(k)
+        self._behind.flush()
         for k, w in self._writers.items():
             w.close()
-            path = os.path.join(self.node_dir(k), f"part-{self._generation:06d}.parquet")
-            os.replace(path + ".tmp", path)
+            os.replace(self._path(k) + ".tmp", self._path(k))
         self._writers = {}
         self._generation += 1
+        self._committed = (self.version.copy(), self.n_rows.copy())
 
     def abort(self) -> None:
+        """Drop the write under way (after an error or an interrupt): its rows not yet written, its
+        files, and its changes to ``version`` and ``n_rows``; the committed files stay as they were."""
         self._pending, self._n_pending = {}, 0
-        for w in self._writers.values():
+        self._behind.close()
+        for k, w in self._writers.items():
             try:
                 w.close()
-            except Exception:  # the folder is removed anyway
+            except Exception:  # removed below
                 pass
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._path(k) + ".tmp")
         self._writers = {}
+        self.version, self.n_rows = (a.copy() for a in self._committed)
 
     def read(self, k: int, columns: list) -> pa.Table | None:
         paths = self.files(k)

@@ -21,6 +21,7 @@ from rainforest.profile import ProfileTask
 from rainforest.schema import CATEGORICAL, Attribute, Schema
 from rainforest.threads import numba_threads
 from rainforest.tree_setup import grow_params, value_key_cap
+from rainforest.write_behind import write_ahead
 
 from . import coarse as coarse_mod
 from .assemble import nodes_to_tree
@@ -212,7 +213,7 @@ class BoatClassifier(Classifier):
                 params = self._grow_params(n_rows, work)
                 coarse = self._coarse_tree(stask.sample_table(state), kinds, target, schema, params, n_rows, budget)
                 offsets = stats_layout(schema, int(self.n_buckets))
-                files = NodeFiles(os.path.join(work, "nodes"), coarse.n_nodes)
+                files = NodeFiles(os.path.join(work, "nodes"), coarse.n_nodes, write_ahead(budget))
                 file_schema = file_schema or pa.schema([source.schema.field(c) for c in columns])
                 task = CleanupTask(coarse, schema, offsets, files, columns, file_schema)
                 try:
@@ -399,11 +400,19 @@ class BoatClassifier(Classifier):
             yield table, s["schema"].encode(table), s["schema"].label.codes(table.column(s["target"]))
 
     def _insert(self, src) -> None:
+        """Add the inserted rows' counts and append them to their nodes' files: both or neither (an error
+        or an interrupt drops the files' new rows and leaves the counts as they were)."""
         s = self._state
-        for table, X, y in self._encoded(src):
-            node, _ = route_rows(s["coarse"], s["schema"], s["offsets"], s["stats"], X, y, np.zeros(len(y), np.int64))
-            s["files"].write(table, node)
-        s["files"].commit()
+        stats = s["stats"].copy()
+        try:
+            for table, X, y in self._encoded(src):
+                node, _ = route_rows(s["coarse"], s["schema"], s["offsets"], stats, X, y, np.zeros(len(y), np.int64))
+                s["files"].write(table, node)
+            s["files"].commit()
+        except BaseException:
+            s["files"].abort()
+            raise
+        s["stats"] = stats
 
     def _delete(self, src) -> None:
         """Subtract the deleted rows' counts and remove them from their nodes' files, each streamed into a

@@ -3,6 +3,7 @@ sample got wrong, and keeps the tree exact under insertions and deletions."""
 import dataclasses
 import json
 import os
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -376,3 +377,61 @@ def test_an_update_counts_its_reads_of_the_work_folder():
         assert len({r for r, _ in seen[0]}) == 1 and max(r for r, _ in seen[0]) <= min(r for r, _ in seen[1])
         assert max(r for r, _ in seen[1]) > max(r for r, _ in seen[0])
         assert max(n for _, n in seen[1]) > max(n for _, n in seen[0])
+
+
+def _disk_full_after(monkeypatch, n_writes: int) -> list:
+    """Make the node files' row-group writes fail with ENOSPC after ``n_writes`` of them; returns the
+    names of the threads the writes ran in."""
+    real = pq.ParquetWriter.write_table
+    threads = []
+
+    def write_table(self, *args, **kwargs):
+        threads.append(threading.current_thread().name)
+        if len(threads) > n_writes:
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", write_table)
+    return threads
+
+
+def test_node_files_are_written_behind_the_pass_and_a_full_disk_is_one_clear_error(monkeypatch, tmp_path):
+    """The cleanup pass hands its row groups to a thread of their own (rainforest/write_behind.py); a
+    write that fails there is raised by the fit, naming the node's file, and leaves no folder."""
+    t = agrawal_table(20000, function=1, seed=5)
+    monkeypatch.setattr(boat_cleanup.NodeFiles, "PENDING", 3000)  # several row groups per node
+    threads = _disk_full_after(monkeypatch, 10 ** 9)
+    with BoatClassifier(batch_size=1000, **FAST).fit(t, target="class") as clf:
+        assert clf.tree_.to_dict() == _exact(t).to_dict()
+    assert len(threads) > 3 and set(threads) == {"rainforest-write-behind"}
+    threads = _disk_full_after(monkeypatch, 2)
+    with pytest.raises(OSError, match=r"No space left on device: writing .*node-\d+.*\.parquet\.tmp"):
+        BoatClassifier(batch_size=1000, spill_dir=str(tmp_path), **FAST).fit(t, target="class")
+    assert os.listdir(tmp_path) == []
+    assert not [th for th in threading.enumerate() if th.name == "rainforest-write-behind"]
+
+
+def test_an_insert_that_fails_changes_nothing(monkeypatch):
+    """An update whose node files cannot be written (here: the disk fills up) raises, drops the rows
+    it had written and keeps the counts; the next update gives the tree of a fresh fit."""
+    base = agrawal_table(8000, function=1, seed=21)
+    more = agrawal_table(600, function=1, seed=21, start=8000)
+    with BoatClassifier(batch_size=200, **FAST).fit(base, target="class") as clf:
+        assert clf.n_coarse_nodes_ > 1  # the rows are counted at coarse nodes on their way down
+        before = clf.tree_.to_dict()
+        files = clf._state["files"]
+        rows, version = files.n_rows.copy(), files.version.copy()
+        stats = clf._state["stats"].copy()
+        with monkeypatch.context() as m:
+            m.setattr(boat_cleanup.NodeFiles, "PENDING", 100)
+            _disk_full_after(m, 2)
+            with pytest.raises(OSError, match="No space left on device: writing"):
+                clf.update(inserted=more)
+        assert clf.tree_.to_dict() == before
+        np.testing.assert_array_equal(files.n_rows, rows)
+        np.testing.assert_array_equal(files.version, version)
+        for f in dataclasses.fields(stats):
+            np.testing.assert_array_equal(getattr(clf._state["stats"], f.name), getattr(stats, f.name))
+        names = [f for k in range(len(rows)) if os.path.isdir(files.node_dir(k)) for f in os.listdir(files.node_dir(k))]
+        assert names and not [f for f in names if f.endswith(".tmp")]
+        clf.update(inserted=more)
+        assert clf.tree_.to_dict() == _exact(pa.concat_tables([base, more])).to_dict()
