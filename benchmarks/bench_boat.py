@@ -43,6 +43,8 @@ def _boat(args):
         kw["memory_budget"] = args.memory_budget
     if args.work_dir:
         kw["spill_dir"] = args.work_dir
+    if args.max_family_rows:
+        kw["max_family_rows"] = args.max_family_rows
     return BoatClassifier(**kw)
 
 
@@ -183,6 +185,8 @@ def main(argv=None) -> int:
     p.add_argument("--time-limit", type=float, default=3600.0, help="seconds per child process (default 3600)")
     p.add_argument("--memory-budget", default=None)
     p.add_argument("--work-dir", default=None, help="BOAT's spill_dir (default: the system's temporary folder)")
+    p.add_argument("--max-family-rows", type=int, default=None,
+                   help="BOAT's max_family_rows (default: its own, a quarter of the budget over 8 bytes a column)")
     p.add_argument("--check-update-rows", type=int, default=10_000_000,
                    help="up to this size, check that the updated tree equals a fresh fit (default 10M)")
     p.add_argument("--contenders", default=",".join(CONTENDERS))
@@ -199,7 +203,8 @@ def main(argv=None) -> int:
         return code
     contenders = harness.parse_contenders(p, args.contenders, CONTENDERS)
     info = {**harness.run_info(PACKAGES), "rows_list": args.rows, "functions": args.functions, "depth": args.depth,
-            "time_limit": args.time_limit, "memory_budget": args.memory_budget, "contenders": contenders}
+            "time_limit": args.time_limit, "memory_budget": args.memory_budget,
+            "max_family_rows": args.max_family_rows, "contenders": contenders}
     rows = []
     for f in args.functions:
         for n in args.rows:
@@ -215,6 +220,8 @@ def main(argv=None) -> int:
                     child_args += ["--memory-budget", args.memory_budget]
                 if args.work_dir:
                     child_args += ["--work-dir", args.work_dir]
+                if args.max_family_rows:
+                    child_args += ["--max-family-rows", str(args.max_family_rows)]
                 row = harness.run_contender(__file__, name, child_args, args.time_limit, "fit_seconds")
                 row.update({"function": f, "rows": n})
                 print(f"  {row.get('status')}: {fmt(row.get('fit_seconds'), '.2f')} s, passes {row.get('passes')}",
