@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rainforest.counting import add_row
-from rainforest.schema import CATEGORICAL, Schema, lower_bound
+from rainforest.schema import CATEGORICAL, Schema, slot_of
 from rainforest.write_behind import WRITE_AHEAD, WriteBehind
 
 from .coarse import CoarseTree
@@ -62,14 +62,14 @@ class NodeStats:
 
 
 @numba.njit(cache=True, nogil=True)
-def route_and_count(X, y, start, sign, feature, lo, hi, route_offset, route, first_child, edges, kinds, offsets,
+def route_and_count(X, y, start, sign, feature, lo, hi, route_offset, route, first_child, edge_flat, edge_offsets,
+                    grid_lo, grid_scale, grid_tables, grid_offsets, kinds, offsets,
                     counts, vmin, vmax, total, below, above, below_max, below_max_n, above_min, above_min_n,
                     out_node, out_held):
     """Move row ``i`` of the raw matrix ``X`` down the coarse tree from ``start[i]``, adding ``sign``
     (+1, or -1 for a deleted row) to the statistics of every node it passes, until it is held at a
     node or reaches a frontier node: ``out_node[i]``, ``out_held[i]``.  Serial, in row order."""
     n_attr = X.shape[1]
-    n_edges = edges.shape[2]
     n_cells, n_classes = counts.shape[1], counts.shape[2]
     cells = counts.reshape(-1)
     for i in range(X.shape[0]):
@@ -103,7 +103,10 @@ def route_and_count(X, y, start, sign, feature, lo, hi, route_offset, route, fir
                     if x != x:
                         s = offsets[a + 1] - 1
                     else:
-                        s = offsets[a] + lower_bound(edges[k, a], 0, n_edges, x)
+                        j = k * n_attr + a  # the node's edges of the attribute (CoarseTree.bucket_lookup)
+                        s = offsets[a] + slot_of(x, edge_flat[edge_offsets[j]:edge_offsets[j + 1]],
+                                                 grid_tables[grid_offsets[j]:grid_offsets[j + 1]], grid_lo[j],
+                                                 grid_scale[j])
                         if sign > 0:
                             vmin[k, s] = min(vmin[k, s], x)
                             vmax[k, s] = max(vmax[k, s], x)
@@ -156,9 +159,10 @@ def _merge_extreme(m, n, m2, n2, direction):
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def route_and_count_added(X, y, start, pieces, feature, lo, hi, route_offset, route, first_child, edges, kinds,
-                          offsets, counts, vmin, vmax, total, below, above, below_max, below_max_n, above_min,
-                          above_min_n, out_node, out_held):
+def route_and_count_added(X, y, start, pieces, feature, lo, hi, route_offset, route, first_child, edge_flat,
+                          edge_offsets, grid_lo, grid_scale, grid_tables, grid_offsets, kinds, offsets, counts, vmin,
+                          vmax, total, below, above, below_max, below_max_n, above_min, above_min_n, out_node,
+                          out_held):
     """:func:`route_and_count` of added rows (``sign`` 1), ``pieces`` consecutive pieces of them on threads,
     each into statistics of its own, then merged in piece order.  Every merge is exact (counts of whole
     rows, smallest and largest values with their rows), so the statistics are the serial kernel's
@@ -178,10 +182,10 @@ def route_and_count_added(X, y, start, pieces, feature, lo, hi, route_offset, ro
     c_above_min_n = np.zeros((pieces, nn), np.int64)
     for p in numba.prange(pieces):
         a, b = min(n, p * size), min(n, (p + 1) * size)
-        route_and_count(X[a:b], y[a:b], start[a:b], 1.0, feature, lo, hi, route_offset, route, first_child, edges,
-                        kinds, offsets, c_counts[p], c_vmin[p], c_vmax[p], c_total[p], c_below[p], c_above[p],
-                        c_below_max[p], c_below_max_n[p], c_above_min[p], c_above_min_n[p], out_node[a:b],
-                        out_held[a:b])
+        route_and_count(X[a:b], y[a:b], start[a:b], 1.0, feature, lo, hi, route_offset, route, first_child,
+                        edge_flat, edge_offsets, grid_lo, grid_scale, grid_tables, grid_offsets, kinds, offsets,
+                        c_counts[p], c_vmin[p], c_vmax[p], c_total[p], c_below[p], c_above[p], c_below_max[p],
+                        c_below_max_n[p], c_above_min[p], c_above_min_n[p], out_node[a:b], out_held[a:b])
     for p in range(pieces):
         counts += c_counts[p]
         total += c_total[p]
@@ -208,8 +212,8 @@ def route_rows(coarse: CoarseTree, schema: Schema, offsets: np.ndarray, stats: N
     out_node = np.empty(len(y), np.int64)
     out_held = np.empty(len(y), np.bool_)
     X, start, kinds = np.ascontiguousarray(X), start.astype(np.int64), schema.kinds.astype(np.int64)
-    args = (coarse.feature, coarse.lo, coarse.hi, coarse.route_offset, coarse.route, coarse.first_child, coarse.edges,
-            kinds, offsets, stats.counts, stats.vmin, stats.vmax, stats.total, stats.below, stats.above,
+    args = (coarse.feature, coarse.lo, coarse.hi, coarse.route_offset, coarse.route, coarse.first_child,
+            *coarse.bucket_lookup, kinds, offsets, stats.counts, stats.vmin, stats.vmax, stats.total, stats.below, stats.above,
             stats.below_max, stats.below_max_n, stats.above_min, stats.above_min_n, out_node, out_held)
     if pieces is None:
         pieces = min(numba.get_num_threads(), len(y) // PIECE_ROWS)

@@ -435,3 +435,32 @@ def test_an_insert_that_fails_changes_nothing(monkeypatch):
         assert names and not [f for f in names if f.endswith(".tmp")]
         clf.update(inserted=more)
         assert clf.tree_.to_dict() == _exact(pa.concat_tables([base, more])).to_dict()
+
+
+def test_bucket_lookup_finds_the_bucket_a_search_of_the_edges_finds():
+    """The cleanup kernel finds a value's bucket through the coarse tree's lookup grids
+    (``CoarseTree.bucket_lookup`` and ``rainforest.schema.slot_of``); it is the bucket of a search of
+    the node's edges, ``searchsorted(edges, x, 'left')``, for the edges themselves, the floats either
+    side of them and values between and beyond them."""
+    from rainforest.schema import slot_of
+    t = agrawal_table(20000, function=1, seed=5)
+    with BoatClassifier(**FAST).fit(t, target="class") as clf:
+        coarse = clf._state["coarse"]
+    flat, offsets, lo, scale, tables, table_offsets = coarse.bucket_lookup
+    n_nodes, n_attr, _ = coarse.edges.shape
+    rng = np.random.default_rng(0)
+    checked = 0
+    for k in range(n_nodes):
+        for a in range(n_attr):
+            edges = coarse.edges[k, a]
+            finite = edges[np.isfinite(edges)]
+            if len(finite) < 2:
+                continue
+            j = k * n_attr + a
+            xs = np.concatenate([finite, np.nextafter(finite, -np.inf), np.nextafter(finite, np.inf),
+                                 rng.uniform(finite[0] - 1, finite[-1] + 1, 200)])
+            found = [slot_of(x, flat[offsets[j]:offsets[j + 1]], tables[table_offsets[j]:table_offsets[j + 1]],
+                             lo[j], scale[j]) for x in xs]
+            np.testing.assert_array_equal(found, np.searchsorted(edges, xs, "left"))
+            checked += 1
+    assert checked >= 5
