@@ -37,6 +37,14 @@ class WriteBehind:
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
 
+    def __getstate__(self) -> dict:
+        """Only the limit: a copy (a pickled BOAT model holds its node files') starts with nothing
+        pending and no thread; pieces not yet written stay the original's to write."""
+        return {"limit": self.limit}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["limit"])
+
     def write(self, file, buffers: list) -> None:
         """Write ``buffers`` (objects with the buffer protocol, kept unchanged until written) to
         ``file`` after every piece before them; waits while more than ``limit`` bytes are pending."""

@@ -139,3 +139,21 @@ def test_what_a_spill_hands_over_follows_the_budget(monkeypatch):
     assert small.grow_stats_.spill_bytes > 0 and limits == [1 << 20]  # 1 MB // 16 is under the 1 MB floor
     assert write_behind.write_ahead(64 * 10**6) == 4 * 10**6  # a sixteenth of the budget
     assert write_behind.write_ahead(10**9) == 62_500_000 and write_behind.write_ahead(10**12) == write_behind.WRITE_AHEAD
+
+
+def test_a_copy_keeps_the_limit_and_nothing_pending():
+    """A fitted BOAT model pickles with its node files (scikit-learn's check_estimators_pickle): the
+    copy of their writer keeps its limit, starts with no thread, and writes."""
+    import pickle
+    f = GatedFile()
+    behind = WriteBehind(limit=1234)
+    behind.write(f, [b"pending"])
+    copy = pickle.loads(pickle.dumps(behind))
+    assert copy.limit == 1234 and copy._thread is None and copy._pending == 0
+    out = io.BytesIO()
+    copy.write(out, [b"abc"])
+    copy.flush()
+    assert out.getvalue() == b"abc"
+    f.gate.set()
+    behind.flush()
+    assert f.getvalue() == b"pending"
