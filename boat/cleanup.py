@@ -213,8 +213,8 @@ def route_rows(coarse: CoarseTree, schema: Schema, offsets: np.ndarray, stats: N
     out_held = np.empty(len(y), np.bool_)
     X, start, kinds = np.ascontiguousarray(X), start.astype(np.int64), schema.kinds.astype(np.int64)
     args = (coarse.feature, coarse.lo, coarse.hi, coarse.route_offset, coarse.route, coarse.first_child,
-            *coarse.bucket_lookup, kinds, offsets, stats.counts, stats.vmin, stats.vmax, stats.total, stats.below, stats.above,
-            stats.below_max, stats.below_max_n, stats.above_min, stats.above_min_n, out_node, out_held)
+            *coarse.bucket_lookup, kinds, offsets, stats.counts, stats.vmin, stats.vmax, stats.total, stats.below,
+            stats.above, stats.below_max, stats.below_max_n, stats.above_min, stats.above_min_n, out_node, out_held)
     if pieces is None:
         pieces = min(numba.get_num_threads(), len(y) // PIECE_ROWS)
     if sign > 0 and pieces > 1:
@@ -361,6 +361,7 @@ class NodeFiles:
             self.n_rows[k] = n
             self.version[k] += 1
         self._generation += 1
+        self._committed = (self.version.copy(), self.n_rows.copy())
 
     def discard(self, rewritten: dict) -> None:
         """Remove rewritten files not committed (a deletion that failed or was interrupted)."""

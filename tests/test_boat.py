@@ -412,11 +412,15 @@ def test_node_files_are_written_behind_the_pass_and_a_full_disk_is_one_clear_err
 
 def test_an_insert_that_fails_changes_nothing(monkeypatch):
     """An update whose node files cannot be written (here: the disk fills up) raises, drops the rows
-    it had written and keeps the counts; the next update gives the tree of a fresh fit."""
+    it had written and keeps the counts and files as the last update (a deletion) left them; the
+    next update gives the tree of a fresh fit."""
     base = agrawal_table(8000, function=1, seed=21)
     more = agrawal_table(600, function=1, seed=21, start=8000)
     with BoatClassifier(batch_size=200, **FAST).fit(base, target="class") as clf:
         assert clf.n_coarse_nodes_ > 1  # the rows are counted at coarse nodes on their way down
+        gone = base.slice(0, 300)  # a deletion first: the failed insert goes back to the files it left
+        clf.update(deleted=gone)
+        base = base.slice(300)
         before = clf.tree_.to_dict()
         files = clf._state["files"]
         rows, version = files.n_rows.copy(), files.version.copy()
