@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from rainforest.criteria import CRITERIA
 from rainforest.budget import give_back_free_memory
-from rainforest.grow import GrowParams, grow_tree
+from rainforest.grow import GIVE_BACK_ROWS, GrowParams, grow_tree
 from rainforest.rules import depth_limit, node_totals, pre_leaf, split_outcome
 from rainforest.schema import CATEGORICAL, Schema
 from rainforest.storage import ParquetSource, Source, TableSource
@@ -248,7 +248,8 @@ class Finisher:
             ([TableSource(table=pa.concat_tables(tables))] if tables else [])
         n_rows = int(sum(self.files.n_rows[j] for j in members) + sum(t.num_rows for t in tables))
         family = FamilySource(parts=parts, name=f"the family of BOAT node {k}", report=report)
-        give_back_free_memory()  # what verification and earlier subtrees freed: not resident under this growth
+        if n_rows >= GIVE_BACK_ROWS:  # what verification and earlier subtrees freed: not resident under this growth
+            give_back_free_memory()
         tree, _ = grow_tree(family, self.schema, self.params, self.budget, self.batch_size, None, n_rows=n_rows,
                             root_depth=int(self.coarse.depth[k]), total_weight=float(n_total))
         node = tree_nodes(tree)
