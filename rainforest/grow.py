@@ -25,7 +25,6 @@ from .budget import give_back_free_memory
 from .compact import compact_splits, scratch_for, wide_attributes
 from .count_bins import EXACT_BINS
 from .criteria import CRITERION_CODES
-from .exact_search import OneValueBins, exact_search, gathering_room, picked_row_bytes
 from .meter import PassMeter  # noqa: F401  (re-exported: the pass meter of growth)
 from .nodes import Nodes
 from .plan import (attribute_groups, counted_slots_for, families, families_to_pull, group_bytes, lead_of,
@@ -214,10 +213,13 @@ class _Growth:
         self.counted = counted_slots_for(supply, schema, params, class_weight, self.count_channels, avc_budget,
                                          self.memory_rows)
         self.budget_bytes = budget_bytes
-        self.picked_bytes = picked_row_bytes(self.weighted, bool(self.counted.keyed.any()), self.count_channels)
         self.binned = self.counted.binned
         self.offsets = self.counted.offsets()  # of the counted slots in an AVC-group
-        self.one_value = OneValueBins(self.offsets)  # bins known to hold one value at a node (exact_search.py)
+        self.one_value = None  # bins known to hold one value at a node: exact mode's (exact_search.py)
+        if self.binned.any():  # exact mode's modules load only for fits that count bins of ranks (a fresh
+            from .exact_search import OneValueBins, picked_row_bytes  # process's first fit imports less)
+            self.picked_bytes = picked_row_bytes(self.weighted, bool(self.counted.keyed.any()), self.count_channels)
+            self.one_value = OneValueBins(self.offsets)
         self.slot_offsets = schema.slot_offsets()  # of the slots rows hold: the lead attribute is chosen by them
         self.n_attr = len(schema.attributes)
         self.n_slots = np.array([a.n_slots for a in schema.attributes], np.int64)
@@ -255,6 +257,7 @@ class _Growth:
         """The bytes a read gathering candidate values may hold now (:func:`rainforest.exact_search.gathering_room`),
         with the quarter RF-Hybrid keeps rows in while it keeps none (rows spilled or read from the
         source: 100M Agrawal rows with value keys never fit it)."""
+        from .exact_search import gathering_room
         return gathering_room(self.budget_bytes, self.kept_room if self.supply.kept is None else 0)
 
     # -- plan ----------------------------------------------------------------------------------
@@ -344,6 +347,7 @@ class _Growth:
             if not self.root_done and self._root_is_leaf(avc, attrs, lead):
                 return None
             if self.binned[attrs].any():
+                from .exact_search import exact_search
                 exact_search(self, level, avc, chunk, attrs, lead, best)
             else:
                 search_group(avc, chunk, attrs, lead, self.offsets, self.schema, self.n_classes, self.weighted,
@@ -456,7 +460,8 @@ class _Growth:
                     level.next_frontier.append(child)
                 if node in supply.part_of:
                     supply.part_of[child] = supply.part_of[node]
-            self.one_value.inherit(node, kids)
+            if self.one_value is not None:
+                self.one_value.inherit(node, kids)
             if node in self.in_memory:
                 self.in_memory.update(kids)
             largest = kids[int(np.argmax(child_n))]
@@ -479,7 +484,8 @@ class _Growth:
             kept.regroup(self.nodes.slot_routing(self.n_slots), np.asarray(self.nodes.n_children, np.int64), alive)
         self.frontier = level.next_frontier
         self.derived = level.next_derived
-        self.one_value.keep(self.frontier)
+        if self.one_value is not None:
+            self.one_value.keep(self.frontier)
         if self.nodes.n_node_samples[0] >= GIVE_BACK_ROWS:  # what this level freed is not held under the next one's peak
             give_back_free_memory()
         self.level += 1

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .count_bins import EXACT_BINS, key_bin_count
 from .errors import DataError
@@ -24,9 +23,13 @@ from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
                      check_numeric_target, check_weight_total, numeric_values, plain_numbers, present_rows)
 from .storage.arrow_numpy import arrow_values
+from .storage.lazy import lazy_module
 from .target_parts import target_grid
 from .threads import run_ranges
 from .value_keys import key_bins
+
+pc = lazy_module("pyarrow.compute")  # not imported by fits that never call it (a fresh process's first fit)
+
 
 @dataclass
 class ProfileTask:

@@ -251,3 +251,29 @@ def test_slot_values_stand_for_their_slots_in_every_kind_of_column():
                                                         "y": batch.column("y")}), None).S
             assert np.array_equal(back, S)
             assert (X[:, 0][~np.isnan(X[:, 0])] >= raw[:, 0][~np.isnan(raw[:, 0])]).all()
+
+
+@pytest.mark.parametrize("typ", INTEGER_TYPES)
+def test_integer_class_codes_are_those_index_in_gives(typ):
+    """Integer labels are coded by a search of the sorted classes (no ``pyarrow.compute`` import); the
+    codes, the code of absent rows and the error for a value the profile never saw are those of the
+    general path (``index_in``), which float labels take."""
+    from rainforest.errors import DataError
+    from rainforest.schema import Label
+    classes = [0, 3, 7, 100] if typ.bit_width > 8 or not pa.types.is_signed_integer(typ) else [-5, 0, 3, 7]
+    label = Label("y", classes)
+    rng = np.random.default_rng(1)
+    values = rng.choice(classes, 500)
+    arr = pa.array(values, typ)
+    as_floats = pa.array(values.astype(np.float64))  # a float column takes the general path
+    general = Label("y", [float(c) for c in classes])
+    assert np.array_equal(label.codes(arr), general.codes(as_floats))
+    assert label.codes(arr).dtype == np.int32
+    absent = rng.random(500) < 0.3
+    unseen = values.copy()
+    unseen[absent] = 1  # never profiled, but absent (weight 0): code 0
+    assert np.array_equal(label.codes(pa.array(unseen, typ), absent), general.codes(as_floats, absent) * ~absent)
+    unseen[np.flatnonzero(~absent)[3]] = 1
+    for lab, column in ((label, pa.array(unseen, typ)), (general, pa.array(unseen.astype(np.float64)))):
+        with pytest.raises(DataError, match=r"the target column 'y' has a value 1(\.0)? not seen when profiling"):
+            lab.codes(column, absent)

@@ -68,7 +68,7 @@ def test_gathering_without_room_reads_a_node_at_a_time_for_the_same_tree(monkeyp
     table = pq.read_table(dataset_path("magic"))
     kw = dict(max_bins=None, max_depth=8) | ({"memory_budget": budget} if budget else {})
     roomy = DecisionTreeClassifier(**kw).fit(table, target="class")
-    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: 0)  # room for nothing: a node a read
+    monkeypatch.setattr(exact_search, "gathering_room", lambda budget, spare: 0)  # room for nothing: a node a read
     cramped = DecisionTreeClassifier(**kw).fit(table, target="class")
     assert cramped.tree_.to_json() == roomy.tree_.to_json()
     assert roomy.grow_stats_.candidate_runs == 0 < cramped.grow_stats_.candidate_runs

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import dataset_path
-from rainforest import DecisionTreeClassifier, exact_search, grow, plan, tree_setup
+from rainforest import DecisionTreeClassifier, exact_search, plan, tree_setup
 from rainforest.exact_gather import better_split, scan_position
 from rainforest.grow import GrowParams
 from rainforest.storage import DaskSource, ParquetSource
@@ -60,7 +60,7 @@ def test_runs_break_ties_as_the_search_over_every_value(seed, monkeypatch):
     _counting(monkeypatch, 0)
     reference = DecisionTreeClassifier(max_bins=None, max_depth=6, criterion=criterion).fit(table, target="y")
     _counting(monkeypatch, 16)
-    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: 3000)
+    monkeypatch.setattr(exact_search, "gathering_room", lambda budget, spare: 3000)
     runs = DecisionTreeClassifier(max_bins=None, max_depth=6, criterion=criterion).fit(table, target="y")
     assert runs.grow_stats_.binned_attributes == 3 and runs.grow_stats_.candidate_runs > 100
     assert runs.tree_.to_json() == reference.tree_.to_json()
@@ -86,7 +86,7 @@ def test_nodes_searched_in_runs_give_the_same_tree(case, monkeypatch):
         table = table.append_column("w", pa.array(np.random.default_rng(2).integers(0, 4, table.num_rows)))
         fit["sample_weight"] = "w"
     roomy = DecisionTreeClassifier(max_bins=None, **params).fit(table, **fit)
-    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: room)
+    monkeypatch.setattr(exact_search, "gathering_room", lambda budget, spare: room)
     cramped = DecisionTreeClassifier(max_bins=None, **params).fit(table, **fit)
     assert roomy.grow_stats_.candidate_runs == 0 < cramped.grow_stats_.candidate_runs
     # the runs' values come from reads of their own, or from one read of their level, scattered to files
@@ -104,9 +104,9 @@ def test_runs_read_the_workers_store_or_the_data(road, magic_files, monkeypatch)
     if road == "read":
         params["algorithm"] = "read"
         params["memory_budget"] = "300KB"  # the AVC half cannot hold a node's slots per value: bins
-    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: 1 << 40)  # room for every node at once
+    monkeypatch.setattr(exact_search, "gathering_room", lambda budget, spare: 1 << 40)  # room for every node at once
     want = DecisionTreeClassifier(**params).fit(ParquetSource(magic_files), target="class")
-    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: 20_000)
+    monkeypatch.setattr(exact_search, "gathering_room", lambda budget, spare: 20_000)
     if road == "read":
         source = ParquetSource(magic_files)
     else:
@@ -138,7 +138,7 @@ def test_a_read_of_a_node_in_runs_holds_the_room(monkeypatch):
     table = _continuous_table()
     reference = DecisionTreeClassifier(max_bins=None, max_depth=6).fit(table, target="y")
     room = 20_000
-    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: room)
+    monkeypatch.setattr(exact_search, "gathering_room", lambda budget, spare: room)
     held = []
     search = exact_search.exact_splits
 

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rainforest import DecisionTreeClassifier, exact_search, gather_scratch, grow, plan
+from rainforest import DecisionTreeClassifier, exact_search, gather_scratch, plan
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +38,7 @@ def test_one_read_for_a_levels_groups_gives_the_tree_of_a_read_each(where, tmp_p
         params.update(algorithm="write", memory_budget="2MB")
     table = _table()
     room = 200_000  # the root and its children in runs, the deeper levels' nodes in several groups
-    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: room)
+    monkeypatch.setattr(exact_search, "gathering_room", lambda budget, spare: room)
     held, search = [], exact_search.exact_splits
 
     def spy(avc, candidates, values, *args):
@@ -62,7 +62,7 @@ def test_one_read_for_a_levels_groups_gives_the_tree_of_a_read_each(where, tmp_p
 
 
 def test_the_scratch_folder_goes_after_an_error_or_an_interrupt(tmp_path, monkeypatch):
-    monkeypatch.setattr(grow, "gathering_room", lambda budget, spare: 200_000)
+    monkeypatch.setattr(exact_search, "gathering_room", lambda budget, spare: 200_000)
     append = gather_scratch.ScatteredPicks.append
     for raised in (OSError("disk full"), KeyboardInterrupt()):
         calls = []

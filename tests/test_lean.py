@@ -41,6 +41,21 @@ def test_a_numeric_fit_does_not_load_pandas():
     assert "pandas" not in loaded_after(code)
 
 
+def test_a_binned_fit_loads_neither_exact_mode_nor_pyarrow_compute():
+    """A fresh process's first fit imports what it uses: exact mode's search (its modules define a
+    dozen cached kernels) and ``pyarrow.compute`` (it builds every compute function's wrapper) load
+    only for fits that call them (exact mode's tests use the first)."""
+    unused = ["rainforest.exact_search", "rainforest.exact_gather", "rainforest.gather_kernels", "pyarrow.compute"]
+    code = ("import sys, numpy as np\nfrom rainforest import DecisionTreeClassifier\n"
+            "X = np.random.default_rng(0).normal(size=(500, 4)); y = (X[:, 0] > 0).astype(np.int64)\n"
+            "m = DecisionTreeClassifier(max_depth=3).fit(X, y); assert m.score(X, y) > 0.9; m.predict_proba(X)\n"
+            f"print(*[m for m in {unused!r} if m in sys.modules])\n"
+            "DecisionTreeClassifier(max_depth=3).fit(X, y.astype(str))\n"
+            f"print(*[m for m in {unused!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.splitlines() == ["", "pyarrow.compute"]  # string labels are coded by pyarrow.compute
+
+
 def test_a_fit_on_arrays_loads_no_file_database_or_cluster_source():
     """The sources that read files, databases or a cluster are imported on first use, also by name
     (``from rainforest.storage import ParquetSource``)."""
