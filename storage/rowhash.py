@@ -40,7 +40,8 @@ def seed_keys(seed: int) -> tuple[int, int]:
     The second keys a second round, so that two seeds never give the same hashes on rows
     renumbered by a fixed xor (as one xored key alone would)."""
     s1 = (int(seed) ^ _SEED_MIX) & M32
-    return s1, int(_mix32(np.int64(s1 ^ _SEED_MIX2)))
+    # the kernel's own Python code on one int64: no cached kernel to load for one number
+    return s1, int(_mix32.py_func(np.int64(s1 ^ _SEED_MIX2)))
 
 
 def row_hash(rows: np.ndarray, seed: int) -> np.ndarray:
