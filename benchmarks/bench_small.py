@@ -5,8 +5,8 @@
   two warm-up fits (the first compiles or loads the Numba kernels), against scikit-learn's
   ``DecisionTreeClassifier`` on the same arrays in the same run.
 * **Cold start**: a fresh Python process's ``import rainforest`` and its first 1,000-row fit
-  (Numba kernels loaded from the on-disk cache), timed inside that process; the median of a few.
-  Beside it, in the same run: scikit-learn's fresh process (``import sklearn.tree`` and its first
+  (Numba kernels loaded from the on-disk cache), timed inside that process; the median of 15,
+  taking turns with the two below. Beside it, in the same run: scikit-learn's fresh process (``import sklearn.tree`` and its first
   fit), and the *dependency floor*: a fresh process that only imports what every fit loads (numpy,
   Numba, pyarrow) and calls one trivial kernel from Numba's cache (Numba's first call sets up its
   compiler and type registries, whatever the kernel).  No fit of ours can start sooner.
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CASES = [(1_000, 3, 200), (20_000, 10, 20)]  # rows, depth, timed fits
 N_FEATURES = 8
-COLD_RUNS = 5
+COLD_RUNS = 15
 
 # a fresh process's import and first fit: rainforest's, or scikit-learn's with its import and estimator
 COLD_CHILD = """
@@ -120,26 +120,33 @@ def warm_rows() -> list[dict]:
     return rows
 
 
-def fresh_processes(code: str) -> dict:
-    """Median import and import-plus-first-call seconds of fresh processes running ``code`` (which
-    prints both), outside the repository, after one untimed run (it fills Numba's cache)."""
+def fresh_processes(codes: dict, runs: int) -> dict:
+    """Per name of ``codes``: the median import and import-plus-first-call seconds of fresh processes
+    running its code (which prints both), outside the repository, after one untimed run each (it fills
+    Numba's cache). The codes take turns, run after run, so that each sees the machine as the others
+    do (a fresh process's time moves by a third here from one minute to the next)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd="/", capture_output=True)
-    runs = []
-    for _ in range(COLD_RUNS):
-        out = subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd="/", capture_output=True, text=True)
-        runs.append([float(v) for v in out.stdout.split()])
-    return {"import_s": statistics.median(r[0] for r in runs), "import_and_first_fit_s": statistics.median(r[1] for r in runs),
-            "runs": COLD_RUNS}
+    for code in codes.values():
+        subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd="/", capture_output=True)
+    seen = {name: [] for name in codes}
+    for _ in range(runs):
+        for name, code in codes.items():
+            out = subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd="/", capture_output=True,
+                                 text=True)
+            seen[name].append([float(v) for v in out.stdout.split()])
+    return {name: {"import_s": statistics.median(r[0] for r in rs),
+                   "import_and_first_fit_s": statistics.median(r[1] for r in rs), "runs": runs}
+            for name, rs in seen.items()}
 
 
-def cold_start() -> dict:
+def cold_start(runs: int) -> dict:
     """Fresh processes: ours, scikit-learn's and the dependency floor's (see the module's docstring)."""
     with tempfile.TemporaryDirectory() as folder:
         Path(folder, "floor_kernel.py").write_text(FLOOR_KERNEL)
-        floor = fresh_processes(FLOOR_CHILD.format(folder=folder))
-    return {**fresh_processes(COLD_CHILD.format(f=N_FEATURES, **OURS)),
-            "sklearn": fresh_processes(COLD_CHILD.format(f=N_FEATURES, **SKLEARN)), "floor": floor}
+        found = fresh_processes({"ours": COLD_CHILD.format(f=N_FEATURES, **OURS),
+                                 "sklearn": COLD_CHILD.format(f=N_FEATURES, **SKLEARN),
+                                 "floor": FLOOR_CHILD.format(folder=folder)}, runs)
+    return {**found["ours"], "sklearn": found["sklearn"], "floor": found["floor"]}
 
 
 def write(rows: list[dict], cold: dict, load: float, path: Path) -> None:
@@ -159,12 +166,14 @@ def write(rows: list[dict], cold: dict, load: float, path: Path) -> None:
         lines.append(f"| {r['rows']:,} | {r['depth']} | {r['fits']} | {r['rainforest_ms']:.2f} "
                      f"| {r['rainforest_1_thread_ms']:.2f} | {r['sklearn_ms']:.2f} "
                      f"| {r['ratio']:.2f} |")
-    lines += ["", f"Fresh process (median of {cold['runs']}, Numba cache warm, run outside the repository): "
+    lines += ["", f"Fresh process (median of {cold['runs']}, taking turns with the other two below; Numba cache "
+              "warm, run outside the repository): "
               f"`import rainforest` {cold['import_s']:.3f} s; import and first 1,000-row depth-3 fit "
               f"{cold['import_and_first_fit_s']:.3f} s. Same run: scikit-learn's `import sklearn.tree` "
               f"{cold['sklearn']['import_s']:.3f} s, with its first fit {cold['sklearn']['import_and_first_fit_s']:.3f} s; "
               f"the dependency floor (numpy, Numba, pyarrow imported {cold['floor']['import_s']:.3f} s, then one "
-              f"trivial kernel from Numba's cache) {cold['floor']['import_and_first_fit_s']:.3f} s.", ""]
+              f"trivial kernel from Numba's cache) {cold['floor']['import_and_first_fit_s']:.3f} s: ours is "
+              f"{cold['import_and_first_fit_s'] - cold['floor']['import_and_first_fit_s']:.3f} s above the floor.", ""]
     path.write_text("\n".join(lines))
     path.with_suffix(".json").write_text(json.dumps({"warm": rows, "cold": cold}, indent=1) + "\n")
 
@@ -172,9 +181,10 @@ def write(rows: list[dict], cold: dict, load: float, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "small.md")
+    parser.add_argument("--cold-runs", type=int, default=COLD_RUNS, help="fresh processes of each kind")
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    cold = cold_start()
+    cold = cold_start(args.cold_runs)
     rows = warm_rows()
     write(rows, cold, load, args.out)
     print(args.out.read_text())
