@@ -251,7 +251,7 @@ class Label:
                 raise DataError(f"the target column {self.name!r} has null, NaN or infinite values")
             return y - self.shift
         arr = category_values(arr)
-        if pa.types.is_integer(arr.type) and not pa.types.is_uint64(arr.type) and not arr.null_count \
+        if pa.types.is_integer(arr.type) and not pa.types.is_uint64(arr.type) and not arr.null_count and self.classes \
                 and all(type(c) is int and -(1 << 63) <= c < 1 << 63 for c in self.classes):
             return self._integer_codes(arrow_values(arr), absent)
         if absent is not None and absent.any():
