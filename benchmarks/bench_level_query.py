@@ -52,8 +52,8 @@ def level_queries(n_nodes: int, routed: bool) -> dict:
                          f"({', '.join(f'(node, y, e{j})' for j in e)})",
         "union all": " UNION ALL ".join(f"SELECT {j} AS g, node, y, e{j} AS s, count(*) FROM {rows} "
                                         f"GROUP BY node, y, e{j}" for j in e),
-        "unnest": f"SELECT node, y, k, count(*) FROM (SELECT node, y, unnest(ARRAY[{', '.join(f'{256 * j} + e{j}' for j in e)}]) "
-                  f"AS k FROM {rows}) AS u GROUP BY node, y, k",
+        "unnest": f"SELECT node, y, k, count(*) FROM (SELECT node, y, unnest(ARRAY["
+                  f"{', '.join(f'{256 * j} + e{j}' for j in e)}]) AS k FROM {rows}) AS u GROUP BY node, y, k",
     }
 
 
@@ -125,7 +125,8 @@ def write_markdown(path: Path, rows, info) -> None:
              "in a table `nt` (see the script's docstring for the three forms)",
              "- the nodes' rows are spread evenly over every bin, so every (node, class, bin) group is there: the "
              "worst case for 16 and 256 nodes (a real deep level's rows sit in few bins of the attributes split on "
-             "above, and rows at leaves have left the node table); 1 node is what every level costs per row at least", ""]
+             "above, and rows at leaves have left the node table); 1 node is what every level costs per row at "
+             "least", ""]
     for database in dict.fromkeys(r["database"] for r in rows):
         scan = next(r["scan_seconds"] for r in rows if r["database"] == database)
         lines += [f"## {database}: scan `SELECT class, count(*) FROM agrawal GROUP BY 1` {scan:.3f} s", "",

@@ -6,10 +6,11 @@
   ``DecisionTreeClassifier`` on the same arrays in the same run.
 * **Cold start**: a fresh Python process's ``import rainforest`` and its first 1,000-row fit
   (Numba kernels loaded from the on-disk cache), timed inside that process; the median of 15,
-  taking turns with the two below. Beside it, in the same run: scikit-learn's fresh process (``import sklearn.tree`` and its first
-  fit), and the *dependency floor*: a fresh process that only imports what every fit loads (numpy,
-  Numba, pyarrow) and calls one trivial kernel from Numba's cache (Numba's first call sets up its
-  compiler and type registries, whatever the kernel).  No fit of ours can start sooner.
+  taking turns with the two below. Beside it, in the same run: scikit-learn's fresh process
+  (``import sklearn.tree`` and its first fit), and the *dependency floor*: a fresh process that
+  only imports what every fit loads (numpy, Numba, pyarrow) and calls one trivial kernel from
+  Numba's cache (Numba's first call sets up its compiler and type registries, whatever the
+  kernel).  No fit of ours can start sooner.
 
 Run::
 
