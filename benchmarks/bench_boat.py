@@ -36,16 +36,15 @@ PACKAGES = ("rainforest", "numba", "pyarrow", "scikit-learn")
 COLORS = {"boat": "#2a7f62", "rainforest-exact": "#7fbf7b", "sklearn": "#4c72b0", "boat-update": "#dd8452"}
 
 
+# BOAT's options the command line passes on: (argument's name, its option, BoatClassifier's keyword)
+BOAT_OPTIONS = (("memory_budget", "--memory-budget", "memory_budget"), ("work_dir", "--work-dir", "spill_dir"),
+                ("max_family_rows", "--max-family-rows", "max_family_rows"))
+
+
 def _boat(args):
     from rainforest.boat import BoatClassifier
-    kw = {"max_depth": args.depth}
-    if args.memory_budget:
-        kw["memory_budget"] = args.memory_budget
-    if args.work_dir:
-        kw["spill_dir"] = args.work_dir
-    if args.max_family_rows:
-        kw["max_family_rows"] = args.max_family_rows
-    return BoatClassifier(**kw)
+    return BoatClassifier(max_depth=args.depth, **{keyword: getattr(args, arg) for arg, _, keyword in BOAT_OPTIONS
+                                                   if getattr(args, arg)})
 
 
 def _warm(args) -> float:
@@ -224,12 +223,9 @@ def main(argv=None) -> int:
                 child_args = ["--train", str(data_dir / "train"), "--test", str(data_dir / "test"), "--depth",
                               str(args.depth), "--function", str(f), "--n", str(n),
                               "--check-update-rows", str(args.check_update_rows)]
-                if args.memory_budget:
-                    child_args += ["--memory-budget", args.memory_budget]
-                if args.work_dir:
-                    child_args += ["--work-dir", args.work_dir]
-                if args.max_family_rows:
-                    child_args += ["--max-family-rows", str(args.max_family_rows)]
+                for arg, option, _ in BOAT_OPTIONS:
+                    if getattr(args, arg):
+                        child_args += [option, str(getattr(args, arg))]
                 row = harness.run_contender(__file__, name, child_args, args.time_limit, "fit_seconds")
                 row.update({"function": f, "rows": n})
                 print(f"  {row.get('status')}: {fmt(row.get('fit_seconds'), '.2f')} s, passes {row.get('passes')}",
