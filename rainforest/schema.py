@@ -265,13 +265,21 @@ class Label:
         return arrow_values(idx).astype(np.int32)
 
     def _integer_codes(self, values: np.ndarray, absent: np.ndarray | None) -> np.ndarray:
-        """:meth:`codes` of integer labels by a search of the sorted classes: what ``index_in`` finds,
-        without importing ``pyarrow.compute`` (40 ms of a fresh process's first fit).  Not for uint64
-        labels, which numpy would compare with the int64 classes as float64."""
+        """:meth:`codes` of integer labels, what ``index_in`` finds, without importing ``pyarrow.compute``
+        (40 ms of a fresh process's first fit): a table over the classes' range where it is at most
+        65,536 wide (one look-up a row: 2 ms a million rows, ``index_in`` 5-9 ms), else a search of the
+        sorted classes.  Not for uint64 labels, which numpy would compare with int64 classes as float64."""
         classes = np.asarray(self.classes, np.int64)
         if absent is not None and absent.any():
             values = np.where(absent, classes[0], values)
-        idx = np.searchsorted(classes, values)
+        lo, hi = int(classes[0]), int(classes[-1])
+        if hi - lo < 1 << 16 and (not len(values) or (values.min() >= lo and values.max() <= hi)):
+            table = np.full(hi - lo + 1, -1, np.int32)
+            table[classes - lo] = np.arange(len(classes), dtype=np.int32)
+            codes = table[np.subtract(values, lo, dtype=np.int64) if lo else values]
+            if not len(codes) or codes.min() >= 0:
+                return codes
+        idx = np.searchsorted(classes, values)  # sparse classes, or a value never profiled (named below)
         unseen = classes[np.minimum(idx, len(classes) - 1)] != values
         if unseen.any():
             raise DataError(f"the target column {self.name!r} has a value {values[unseen][0].item()!r} not seen "

@@ -255,25 +255,30 @@ def test_slot_values_stand_for_their_slots_in_every_kind_of_column():
 
 @pytest.mark.parametrize("typ", INTEGER_TYPES)
 def test_integer_class_codes_are_those_index_in_gives(typ):
-    """Integer labels are coded by a search of the sorted classes (no ``pyarrow.compute`` import); the
-    codes, the code of absent rows and the error for a value the profile never saw are those of the
-    general path (``index_in``), which float labels take."""
+    """Integer labels are coded without ``pyarrow.compute`` (a table over the classes' range, or a search
+    of the sorted classes where they are sparse); the codes, the code of absent rows and the error for a
+    value the profile never saw are those of the general path (``index_in``), which float labels take."""
     from rainforest.errors import DataError
     from rainforest.schema import Label
-    classes = [0, 3, 7, 100] if typ.bit_width > 8 or not pa.types.is_signed_integer(typ) else [-5, 0, 3, 7]
-    label = Label("y", classes)
-    rng = np.random.default_rng(1)
-    values = rng.choice(classes, 500)
-    arr = pa.array(values, typ)
-    as_floats = pa.array(values.astype(np.float64))  # a float column takes the general path
-    general = Label("y", [float(c) for c in classes])
-    assert np.array_equal(label.codes(arr), general.codes(as_floats))
-    assert label.codes(arr).dtype == np.int32
-    absent = rng.random(500) < 0.3
-    unseen = values.copy()
-    unseen[absent] = 1  # never profiled, but absent (weight 0): code 0
-    assert np.array_equal(label.codes(pa.array(unseen, typ), absent), general.codes(as_floats, absent) * ~absent)
-    unseen[np.flatnonzero(~absent)[3]] = 1
-    for lab, column in ((label, pa.array(unseen, typ)), (general, pa.array(unseen.astype(np.float64)))):
-        with pytest.raises(DataError, match=r"the target column 'y' has a value 1(\.0)? not seen when profiling"):
-            lab.codes(column, absent)
+    signed8 = typ.bit_width == 8 and pa.types.is_signed_integer(typ)
+    sets = [[-5, 0, 3, 7] if signed8 else [0, 3, 7, 100]] + ([[0, 3, 7, 100_000]] if typ.bit_width >= 32 else [])
+    for classes in sets:  # a table's range; sparse classes, searched
+        label = Label("y", classes)
+        rng = np.random.default_rng(1)
+        values = rng.choice(classes, 500)
+        arr = pa.array(values, typ)
+        as_floats = pa.array(values.astype(np.float64))  # a float column takes the general path
+        general = Label("y", [float(c) for c in classes])
+        assert np.array_equal(label.codes(arr), general.codes(as_floats))
+        assert label.codes(arr).dtype == np.int32
+        absent = rng.random(500) < 0.3
+        unseen = values.copy()
+        unseen[absent] = 1  # never profiled, but absent (weight 0): code 0
+        assert np.array_equal(label.codes(pa.array(unseen, typ), absent), general.codes(as_floats, absent))
+        for bad in (1, max(classes) + 1):  # inside the classes' range, and past it
+            unseen[np.flatnonzero(~absent)[3]] = bad
+            for lab, column in ((label, pa.array(unseen, typ)), (general, pa.array(unseen.astype(np.float64)))):
+                with pytest.raises(DataError, match=rf"the target column 'y' has a value {bad}(\.0)? not seen "
+                                                    r"when profiling"):
+                    lab.codes(column, absent)
+    assert Label("y", [0, 1]).codes(pa.array([], pa.int64())).tolist() == []
