@@ -26,9 +26,7 @@ here, so each form hashes in memory); DuckDB runs in process on an in-memory tab
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,6 +36,7 @@ import harness  # noqa: E402
 COLUMNS = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 NODES = (1, 16, 256)
 FORMS = ("grouping sets", "union all", "unnest")
+REPEATS = 3  # runs of each query; the median is kept
 
 
 def level_queries(n_nodes: int, routed: bool) -> dict:
@@ -68,15 +67,6 @@ def node_table_sql(table, n_nodes: int) -> str:
             f"{', '.join(bins)} FROM agrawal")
 
 
-def timed(run, sql: str, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        run(sql)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
 def measure(database: str, table) -> list[dict]:
     """Rows of (database, nodes, routed, form, seconds, × scan)."""
     import contextlib
@@ -100,7 +90,7 @@ def measure(database: str, table) -> list[dict]:
             cur.execute("SET work_mem = '1GB'")
             run = lambda sql: (cur.execute(sql), cur.fetchall() if cur.description else None)  # noqa: E731
             analyze = lambda: run("VACUUM ANALYZE nt")  # noqa: E731
-        scan = timed(run, "SELECT class, count(*) FROM agrawal GROUP BY 1")
+        scan = harness.timed_median(REPEATS, lambda: run("SELECT class, count(*) FROM agrawal GROUP BY 1"))[0]
         rows = []
         for n_nodes in NODES:
             run("DROP TABLE IF EXISTS nt")
@@ -108,7 +98,7 @@ def measure(database: str, table) -> list[dict]:
             analyze()
             for routed in (False, True):
                 for form, sql in level_queries(n_nodes, routed).items():
-                    seconds = timed(run, sql)
+                    seconds = harness.timed_median(REPEATS, lambda: run(sql))[0]
                     rows.append({"database": database, "nodes": n_nodes, "routed": routed, "form": form,
                                  "seconds": seconds, "scan_seconds": scan, "x_scan": seconds / scan})
                     print(f"{database} {n_nodes} nodes {'routed' if routed else 'at their nodes'} {form}: "
