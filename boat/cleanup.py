@@ -245,7 +245,7 @@ class NodeFiles:
         self.folder = folder
         self.version = np.zeros(n_nodes, np.int64)
         self.n_rows = np.zeros(n_nodes, np.int64)
-        self._committed = (self.version.copy(), self.n_rows.copy())  # what abort() goes back to
+        self._mark_committed()
         self._behind = WriteBehind(write_ahead)
         self._writers: dict = {}
         self._pending: dict = {}  # node -> (tables not yet written, their rows): a row group a few thousand
@@ -306,6 +306,10 @@ class NodeFiles:
             os.replace(self._path(k) + ".tmp", self._path(k))
         self._writers = {}
         self._generation += 1
+        self._mark_committed()
+
+    def _mark_committed(self) -> None:
+        """Remember ``version`` and ``n_rows`` as they are now, what :meth:`abort` goes back to."""
         self._committed = (self.version.copy(), self.n_rows.copy())
 
     def abort(self) -> None:
@@ -361,7 +365,7 @@ class NodeFiles:
             self.n_rows[k] = n
             self.version[k] += 1
         self._generation += 1
-        self._committed = (self.version.copy(), self.n_rows.copy())
+        self._mark_committed()
 
     def discard(self, rewritten: dict) -> None:
         """Remove rewritten files not committed (a deletion that failed or was interrupted)."""
