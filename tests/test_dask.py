@@ -91,6 +91,16 @@ def cluster():
     c.stop()
 
 
+@pytest.fixture(scope="module")
+def process_cluster():
+    """A client of a ``LocalCluster`` of two worker processes (no PYTHONPATH), shared by the tests that
+    fit on one and then check that no worker holds anything: starting one took 3-5 s a test.  Not the
+    default client: the other tests' sources without one run on threads."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            distributed.Client(lc, set_as_default=False) as client:
+        yield client
+
+
 class _Tasks(Callback):
     """Keys of the tasks Dask's local scheduler runs."""
 
@@ -337,32 +347,31 @@ def test_kept_partitions_drop_the_rows_of_finished_leaves(tmp_path, budget, monk
 @pytest.mark.cluster
 @pytest.mark.parametrize("frame", [False, True])  # Parquet files each worker reads, or a Dask DataFrame
 @pytest.mark.parametrize("budget", ["1GB", "300KB"])  # the kept rows in the workers' memory, or on their disks
-def test_local_cluster_processes_keep_partitions_on_their_workers(data, reference, budget, frame):
+def test_local_cluster_processes_keep_partitions_on_their_workers(data, reference, budget, frame, process_cluster):
     """Worker processes (no PYTHONPATH): each partition is encoded once, on a worker, and counted
     there at every later level, by one task per worker for all its partitions, from its memory or
     its local disk; after the fit no worker holds any of it."""
     tree = reference["hybrid"][0]
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as lc, distributed.Client(lc) as client:
-        with distributed.get_task_stream(client) as stream:
-            clf = DecisionTreeClassifier(algorithm="hybrid", memory_budget=budget, **PARAMS).fit(
-                DaskSource(dd.read_parquet(data) if frame else data, client=client), target="class")
-        assert clf.tree_.to_json() == tree and clf.n_passes_ == 2
-        tasks = [(t["startstops"][0]["start"], *str(t["key"]).split("-")[1:], t["worker"]) for t in stream.data
-                 if str(t["key"]).startswith(("rainforest-fold-", "rainforest-folds-"))]
-        passes = sorted({(min(t[0] for t in tasks if t[2] == uid), uid) for _, _, uid, _, _ in tasks})
-        assert len(passes) == 1 + PARAMS["max_depth"] if budget == "1GB" else len(passes) > 1 + PARAMS["max_depth"]
-        home = {}
-        for k, (_, uid) in enumerate(passes[1:]):  # a task per worker thread, each for a range of partitions
-            ran = [(tuple(map(int, i.split("."))), worker) for _, kind, u, i, worker in tasks if u == uid]
-            # (a DataFrame's partitions are first computed one task each, wherever the scheduler says)
-            assert len(ran) == (N_FILES if frame and k == 0 else 2)
-            assert sorted(i for parts, _ in ran for i in parts) == list(range(N_FILES))
-            for parts, worker in ran:
-                for i in parts:
-                    assert home.setdefault(i, worker) == worker  # counted where the first growth pass kept it
-        assert len(set(home.values())) == 2  # spread over both workers
-        assert _held_nowhere(client)
+    client = process_cluster
+    with distributed.get_task_stream(client) as stream:
+        clf = DecisionTreeClassifier(algorithm="hybrid", memory_budget=budget, **PARAMS).fit(
+            DaskSource(dd.read_parquet(data) if frame else data, client=client), target="class")
+    assert clf.tree_.to_json() == tree and clf.n_passes_ == 2
+    tasks = [(t["startstops"][0]["start"], *str(t["key"]).split("-")[1:], t["worker"]) for t in stream.data
+             if str(t["key"]).startswith(("rainforest-fold-", "rainforest-folds-"))]
+    passes = sorted({(min(t[0] for t in tasks if t[2] == uid), uid) for _, _, uid, _, _ in tasks})
+    assert len(passes) == 1 + PARAMS["max_depth"] if budget == "1GB" else len(passes) > 1 + PARAMS["max_depth"]
+    home = {}
+    for k, (_, uid) in enumerate(passes[1:]):  # a task per worker thread, each for a range of partitions
+        ran = [(tuple(map(int, i.split("."))), worker) for _, kind, u, i, worker in tasks if u == uid]
+        # (a DataFrame's partitions are first computed one task each, wherever the scheduler says)
+        assert len(ran) == (N_FILES if frame and k == 0 else 2)
+        assert sorted(i for parts, _ in ran for i in parts) == list(range(N_FILES))
+        for parts, worker in ran:
+            for i in parts:
+                assert home.setdefault(i, worker) == worker  # counted where the first growth pass kept it
+    assert len(set(home.values())) == 2  # spread over both workers
+    assert _held_nowhere(client)
 
 
 @pytest.mark.cluster
@@ -425,13 +434,11 @@ def test_a_forest_counts_the_encoded_partitions_kept_where_they_were_read(data, 
 
 
 @pytest.mark.cluster
-def test_a_forest_on_worker_processes_keeps_its_partitions_there(data, forest_local):
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as lc, distributed.Client(lc) as client:
-        clf = _forest(DaskSource(data, client=client))
-        assert [t.to_json() for t in clf.estimators_] == [t.to_json() for t in forest_local.estimators_]
-        assert clf.n_passes_ == 2
-        assert _held_nowhere(client)
+def test_a_forest_on_worker_processes_keeps_its_partitions_there(data, forest_local, process_cluster):
+    clf = _forest(DaskSource(data, client=process_cluster))
+    assert [t.to_json() for t in clf.estimators_] == [t.to_json() for t in forest_local.estimators_]
+    assert clf.n_passes_ == 2
+    assert _held_nowhere(process_cluster)
 
 
 def test_naive_bayes_and_boosting_fit_on_a_dask_dataframe(data):

@@ -15,10 +15,13 @@ from rainforest import DecisionTreeClassifier, node_tables
 from rainforest.storage import DuckDBSource, PostgresSource
 
 
+N_ROWS = 40_000  # a depth-10 tree still, and nodes done before the last level
+
+
 @pytest.fixture(scope="module")
 def agrawal(tmp_path_factory):
-    """120,000 Agrawal F7 rows in two Parquet files, and the same rows as a DuckDB table."""
-    return agrawal_files_and_table(tmp_path_factory.mktemp("pushdown"), 120_000, 2, seed=11)
+    """40,000 Agrawal F7 rows in two Parquet files, and the same rows as a DuckDB table."""
+    return agrawal_files_and_table(tmp_path_factory.mktemp("pushdown"), N_ROWS, 2, seed=11)
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +94,9 @@ def test_a_deep_tree_reads_the_table_twice_and_leaves_nothing(agrawal, target, m
         assert len(sent) == 11 and all("__rainforest_" in q for q in sent[1:])
         assert sum('"agrawal"' in q or '"pushdown_agrawal"' in q for q in sent) == 1
         if reroute == 0:  # moved into a new table every level: the rows of nodes done drop out
-            assert len(made) == 10 and made[0] == 120_000 and made[-1] < made[0] * 0.95
+            assert len(made) == 10 and made[0] == N_ROWS and made[-1] < made[0] * 0.95
         elif reroute == 100:  # routed on from the root's table every level
-            assert made == [120_000]
+            assert made == [N_ROWS]
         else:
             assert 1 < len(made) < 10
         for name in ("query_table", "_stream", "create_temp_table"):  # the recorders off
