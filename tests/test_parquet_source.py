@@ -111,17 +111,31 @@ def test_a_row_group_is_the_read_unit_where_it_fits_a_batch_room(tmp_path):
     assert [[b.num_rows for b in g] for g in together] == [[2000], [1500]]
 
 
+def test_a_scan_builds_a_files_arrow_schema_once_whatever_its_row_groups(tmp_path, monkeypatch):
+    """``ParquetFile.schema_arrow`` converts the footer's schema at every call: asked once per row
+    group and column, it took two thirds of a pass over a file of 1,000 row groups."""
+    _file_with_row_groups(tmp_path / "a.parquet", n=5000, group_rows=100)
+    source = ParquetSource(tmp_path / "a.parquet")
+    calls = []
+    built = pq.ParquetFile.schema_arrow
+    monkeypatch.setattr(pq.ParquetFile, "schema_arrow", property(lambda self: calls.append(1) or built.fget(self)))
+    batches = [b for _, b in source.scan(["x", "i"], 1000, prefetch=False)]
+    assert [b.num_rows for b in batches] == [1000] * 5  # fifty row groups, read ten at a time
+    assert 1 <= len(calls) <= 2  # the columns' check and the sizes: not 50 groups x 2 columns
+
+
 def test_decoded_size_of_dictionary_columns(tmp_path):
     """A dictionary column of strings (a pandas categorical) has no decoded size in the footer; an
     integer column written dictionary-encoded reads back plain, at its own width."""
-    from rainforest.storage.parquet import _decoded_bytes
+    from rainforest.storage.parquet import decoded_bytes, value_bits
     table = pa.table({"s": pa.array(["a", "b"] * 500).dictionary_encode(),
                       "k": pa.array([3, 70000] * 500, pa.int64()).dictionary_encode()})
     pq.write_table(table, tmp_path / "d.parquet")
     reader = pq.ParquetFile(tmp_path / "d.parquet")
     assert pa.types.is_dictionary(reader.schema_arrow.field("s").type)
-    assert _decoded_bytes(reader, 0, ["k"]) == 1000 * 8 + 125  # values and validity bits
-    assert _decoded_bytes(reader, 0, ["k", "s"]) == float("inf")
+    rows = reader.metadata.row_group(0).num_rows
+    assert decoded_bytes(value_bits(reader.schema_arrow, ["k"]), rows) == 1000 * 8 + 125  # values and validity bits
+    assert value_bits(reader.schema_arrow, ["k", "s"]) is None
 
 
 def test_a_pass_reads_one_group_ahead_at_most():
