@@ -141,7 +141,10 @@ class ParquetSource(Source):
         keys = ds.get_partition_keys(fragment.partition_expression) if self.partitioning else {}
         try:
             reader = pq.ParquetFile(fragment.path)
-            in_file = set(reader.schema_arrow.names)
+            # the file's Arrow schema once: ParquetFile converts the footer's at each call (asked once per row
+            # group and column, it took two thirds of a pass over a file of 1,000 row groups)
+            file_schema = reader.schema_arrow
+            in_file = set(file_schema.names)
             wanted = [c for c in columns if c not in keys]
             absent = [c for c in wanted if c not in in_file]
             if absent:
@@ -149,9 +152,7 @@ class ParquetSource(Source):
             groups = range(reader.metadata.num_row_groups)
             rows = [reader.metadata.row_group(g).num_rows for g in groups]
             room = BATCH_VALUE_BYTES * len(columns) * batch_size
-            # the schema once a file: ParquetFile builds it at each call (asked once per row group and column,
-            # it took two thirds of a pass over a file of 1,000 row groups)
-            bits = value_bits(reader.schema_arrow, wanted)
+            bits = value_bits(file_schema, wanted)
             if bits is not None and all(decoded_bytes(bits, n) <= room for n in rows):
                 # whole, then sliced: a quarter less CPU than iter_batches' page-wise decode
                 # consecutive row groups up to a batch's rows read together: small ones (a streaming writer's,
