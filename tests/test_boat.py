@@ -13,11 +13,9 @@ import pytest
 import rainforest.boat.cleanup as boat_cleanup
 import rainforest.boat.coarse as boat_coarse
 import rainforest.boat.deletion as boat_deletion
-import rainforest.boat.estimator as boat_estimator
 import rainforest.boat.finish as boat_finish
 import rainforest.profile as profile_module
 from rainforest.boat import BoatClassifier
-from rainforest.boat.estimator import default_family_rows
 from keyed_growth import count_one_slot_per_value, key_at_small_cap
 from oracle import compare_with_sklearn
 from rainforest import DecisionTreeClassifier, load
@@ -73,27 +71,6 @@ def test_two_passes_cover_the_sample_tree(tmp_path):
     assert clf.n_coarse_nodes_ >= 3 and clf.n_verification_failures_ <= 1  # a failure costs no pass
     assert clf.tree_.to_dict() == _exact(t, max_depth=4).to_dict()
 
-
-
-def test_default_families_are_a_tenth_of_the_rows_between_the_floor_and_the_budget(monkeypatch):
-    """Without ``max_family_rows``, families hold a tenth of the rows (updates regrow a tenth of the
-    growth where the sample's trees agree that deep), at least MIN_FAMILY_ROWS, at most a quarter of
-    the budget at 8 bytes a column; the tree is the exact tree whatever they are."""
-    gib = 2**30
-    assert default_family_rows(10_000_000, gib, 10) == 1_000_000  # a tenth, at the floor
-    assert default_family_rows(20_000_000, gib, 10) == 2_000_000
-    assert default_family_rows(500_000, gib, 10) == 1_000_000
-    assert default_family_rows(100_000_000, gib, 10) == gib // 4 // 80  # the budget's 3.36M
-    assert default_family_rows(20_000_000, 64 * 2**20, 10) == 64 * 2**20 // 4 // 80
-    t = agrawal_table(20000, function=1, seed=5)
-    kw = dict(max_depth=6, sample_size=4000, n_bootstrap=5)
-    with BoatClassifier(**kw).fit(t, target="class") as clf:  # 20,000 rows under the floor: one family
-        assert clf.n_coarse_nodes_ == 0
-    monkeypatch.setattr(boat_estimator, "MIN_FAMILY_ROWS", 0)
-    with BoatClassifier(**kw).fit(t, target="class") as tenth, \
-            BoatClassifier(max_family_rows=2000, **kw).fit(t, target="class") as given:
-        assert tenth.n_coarse_nodes_ == given.n_coarse_nodes_ >= 3
-        assert tenth.tree_.to_dict() == given.tree_.to_dict() == _exact(t, max_depth=6).to_dict()
 
 def test_magic(datasets):
     t = _float32(pq.read_table(datasets("magic")))
