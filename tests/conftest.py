@@ -137,7 +137,7 @@ def postgres_missing() -> str | None:
 # id, parameters included, so that one list says which they are.  The fast lane keeps one case of
 # each area even where it takes longer: BOAT's exactness on F1 and its update, the command line's
 # demo and exit code, pushdown into DuckDB and its clean-up after an error, extracted rows for
-# every learner, a process cluster, a forest regressor's out-of-bag R², a signal during a spilling
+# every learner, a thread LocalCluster, a forest regressor's out-of-bag R², a signal during a spilling
 # fit, unique floats under a small budget, the layering rules.  CI runs everything.
 SLOW = [
     "test_bad_input.py::test_continuous_float_target_points_to_regression",
