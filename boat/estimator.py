@@ -67,11 +67,14 @@ class BoatClassifier(Classifier):
     max_family_rows : int or None, default=None
         A node whose rows (estimated from the sample) are at most this many is left to RainForest
         (read from the work folder, in memory when it fits). ``None``: a quarter of
-        ``memory_budget`` over 8 bytes per column. Every :meth:`update` regrows each family it
-        touches, so smaller families make updates cheaper where the sample's trees agree deeper,
-        at the price of a longer cleanup pass (10M Agrawal rows, 1,000,000 against the default's
-        3.4M: F1's 1 % update 0.11 of a fit instead of 0.29, the fit unchanged; F7's fit about
-        15 % longer, its update unchanged; see ``docs/boat.md``).
+        ``memory_budget`` over 8 bytes per column, and below that bound a node whose split is
+        stable (the bootstrap trees agree and hold at most 2 % of its sample rows) is still
+        expanded while its rows exceed a fifth of the data and 2M. Every :meth:`update` regrows
+        each family it touches, so smaller families make updates cheaper where splits are
+        stable, at the price of a longer cleanup pass (10M Agrawal F1 rows: a 1 % update 0.15-0.18
+        of a fit with the stable families, 0.31-0.37 without; F6 and F7 keep their families; see
+        ``docs/boat.md``). A number sets the families' size alone: every node the trees agree on
+        is expanded down to it.
     categorical_features : "auto" or list, default="auto"
     memory_budget : int or str, default="1GB"
         Budget of the RainForest growth below the frontier, and the default ``max_family_rows``.
@@ -247,6 +250,8 @@ class BoatClassifier(Classifier):
         n_s = sample.num_rows
         family = self.max_family_rows if self.max_family_rows is not None else \
             budget // 4 // (8 * (len(kinds) + 1))
+        stable = coarse_mod.stable_family_rows(n_rows, family) if self.max_family_rows is None else None
+        smallest = family if stable is None else stable  # the bootstrap trees grow down to it
         trees, boot_schema = [], schema
         if n_s and n_rows > family:
             try:
@@ -256,14 +261,14 @@ class BoatClassifier(Classifier):
             if boot_schema is not None:
                 boot = GrowParams(criterion=params.criterion, max_depth=params.max_depth,
                                   min_samples_split=max(params.min_samples_split,
-                                                        int(math.ceil(family * n_s / n_rows))),
+                                                        int(math.ceil(smallest * n_s / n_rows))),
                                   min_samples_leaf=max(1, int(params.min_samples_leaf * n_s / n_rows)),
                                   spill_dir=params.spill_dir)
                 trees = coarse_mod.bootstrap_trees(sample, boot_schema, boot, int(self.n_bootstrap), budget,
                                                    int(self.random_state or 0))
         X = schema.encode(sample) if n_s else np.empty((0, len(kinds)))
         return coarse_mod.build_coarse_tree(trees, boot_schema or schema, schema, X, n_rows, family, self.max_depth,
-                                            int(self.n_buckets))
+                                            int(self.n_buckets), stable)
 
     def _finish(self) -> None:
         s = self._state

@@ -154,6 +154,7 @@ SLOW = [
     "test_boat.py::test_an_insert_that_fails_changes_nothing",
     "test_boat.py::test_an_interval_too_large_for_the_budget_is_grown_by_rainforest",
     "test_boat.py::test_an_update_counts_its_reads_of_the_work_folder",
+    "test_boat.py::test_default_families_go_on_below_the_memory_bound_where_splits_are_stable",
     "test_boat.py::test_deletions_stream_the_node_files",
     "test_boat.py::test_keyed_columns_leave_the_profile_and_keep_the_tree[4096]",
     "test_boat.py::test_keyed_columns_leave_the_profile_and_keep_the_tree[None]",

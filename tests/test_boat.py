@@ -468,3 +468,50 @@ def test_bucket_lookup_finds_the_bucket_a_search_of_the_edges_finds():
             np.testing.assert_array_equal(found, np.searchsorted(edges, xs, "left"))
             checked += 1
     assert checked >= 5
+
+
+def test_held_share_counts_interval_missing_and_disputed_category_rows():
+    """``coarse.held_share``: the share of a node's sample rows its coarse split holds back (numeric:
+    missing or inside the interval, its ends included; categorical: missing or of a category whose
+    route is -1), the share the default families' stability rule compares with its bound."""
+    x = np.array([1.0, 2.0, 2.5, 3.0, np.nan, 4.0, 5.0, 6.0])
+    numeric = (0, (2.0, 3.0), None, None)
+    assert boat_coarse.held_share(numeric, x[:, None]) == 4 / 8  # 2.0, 2.5, 3.0 and the missing row
+    route = np.array([0, 1, -1, 1, -1], np.int32)  # categories 0..2, then unknown, then missing
+    codes = np.array([0.0, 1.0, 2.0, 2.0, np.nan, 0.0, 1.0, 1.0, 0.0, 0.0])
+    categorical = (0, (np.nan, np.nan), route, None)
+    assert boat_coarse.held_share(categorical, codes[:, None]) == 3 / 10  # category 2 twice, the missing one
+    assert boat_coarse.held_share(numeric, np.empty((0, 1))) == 1.0  # no sample rows: nothing is stable
+
+
+def test_stable_families_reach_a_fifth_of_the_rows_and_2m_below_the_memory_bound():
+    bound = 3_355_443  # the 1 GB budget's families of Agrawal rows
+    assert boat_coarse.stable_family_rows(10_000_000, bound) == 2_000_000
+    assert boat_coarse.stable_family_rows(12_500_000, bound) == 2_500_000
+    assert boat_coarse.stable_family_rows(20_000_000, bound) is None  # a fifth is past the bound
+    assert boat_coarse.stable_family_rows(10_000_000, 1_500_000) is None
+
+
+def test_default_families_go_on_below_the_memory_bound_where_splits_are_stable(monkeypatch):
+    """Without ``max_family_rows``, a node within the memory bound is still expanded, down to the stable
+    families' floor, where the bootstrap trees' split holds few of its rows (``STABLE_HELD_SHARE``); on
+    Agrawal F1 (classes by age bands) that is the age splits at the bands' edges, not the noise inside
+    a band.  Off, the default, and every agreed split: strictly more coarse nodes each time, and the
+    same exact tree, also after an update."""
+    monkeypatch.setattr(boat_coarse, "STABLE_MIN_ROWS", 0)  # floors at this size: n / 40 rows
+    monkeypatch.setattr(boat_coarse, "STABLE_DATA_SHARE", 40)
+    data = agrawal_table(60_000, function=1, seed=42)
+    more = agrawal_table(600, function=1, seed=42, start=60_000)
+    kw = dict(max_depth=8, sample_size=20_000, n_bootstrap=5, memory_budget="5MB")  # bound: 16,384 rows
+    exact = _exact(data, max_depth=8).to_dict()
+    coarse_nodes = {}
+    for share in (-1.0, boat_coarse.STABLE_HELD_SHARE, 1.0):
+        monkeypatch.setattr(boat_coarse, "STABLE_HELD_SHARE", share)
+        with BoatClassifier(**kw).fit(data, target="class") as clf:
+            assert clf.tree_.to_dict() == exact
+            coarse_nodes[share] = clf.n_coarse_nodes_
+            if share == boat_coarse.STABLE_HELD_SHARE:
+                clf.update(inserted=more)
+                assert clf.tree_.to_dict() == _exact(pa.concat_tables([data, more]), max_depth=8).to_dict()
+    off, default, every = coarse_nodes.values()
+    assert off < default < every, coarse_nodes
