@@ -30,7 +30,7 @@ from rainforest.storage import TableSource
 
 # The default families (``BoatClassifier(max_family_rows=None)``): below the memory bound a node whose
 # split is stable goes on being expanded while its rows exceed a fifth of the data and 2M rows (at 10M
-# Agrawal F1 rows 1 % updates cost 0.16-0.18 of a fit instead of 0.31-0.33; deeper coarse levels
+# Agrawal F1 rows 1 % updates cost 0.15-0.18 of a fit instead of 0.31-0.37; deeper coarse levels
 # lengthen the cleanup pass, so families stay large on smaller data; docs/boat.md).
 STABLE_MIN_ROWS = 2_000_000
 STABLE_DATA_SHARE = 5  # stable families of at least 1/5 of the rows
@@ -129,6 +129,7 @@ def build_coarse_tree(trees: list[Tree], boot_schema: Schema, schema: Schema, X:
     cat_map = _category_maps(boot_schema, schema)
     nodes = []  # (boot node per tree, sample rows, depth, parent)
     queue = [([0] * len(trees), np.arange(len(X)), 0, -1)]
+    smallest = max_family_rows if stable_rows is None else min(stable_rows, max_family_rows)
     feature, lo, hi, routes, first_child, depth, edges, parent = [], [], [], [], [], [], [], []
     while queue:
         boots, rows, d, par = queue.pop(0)
@@ -138,7 +139,6 @@ def build_coarse_tree(trees: list[Tree], boot_schema: Schema, schema: Schema, X:
         depth.append(d)
         split = None
         est = len(rows) * scale
-        smallest = max_family_rows if stable_rows is None else min(stable_rows, max_family_rows)
         if (max_depth is None or d < max_depth) and est > smallest and trees:
             split = _agreed_split(trees, boots, schema, cat_map, X[rows])
             if split is not None and est <= max_family_rows and held_share(split, X[rows]) > STABLE_HELD_SHARE:

@@ -504,14 +504,14 @@ def test_default_families_go_on_below_the_memory_bound_where_splits_are_stable(m
     more = agrawal_table(600, function=1, seed=42, start=60_000)
     kw = dict(max_depth=8, sample_size=20_000, n_bootstrap=5, memory_budget="5MB")  # bound: 16,384 rows
     exact = _exact(data, max_depth=8).to_dict()
+    updated = _exact(pa.concat_tables([data, more]), max_depth=8).to_dict()
     coarse_nodes = {}
     for share in (-1.0, boat_coarse.STABLE_HELD_SHARE, 1.0):
         monkeypatch.setattr(boat_coarse, "STABLE_HELD_SHARE", share)
         with BoatClassifier(**kw).fit(data, target="class") as clf:
             assert clf.tree_.to_dict() == exact
             coarse_nodes[share] = clf.n_coarse_nodes_
-            if share == boat_coarse.STABLE_HELD_SHARE:
-                clf.update(inserted=more)
-                assert clf.tree_.to_dict() == _exact(pa.concat_tables([data, more]), max_depth=8).to_dict()
+            clf.update(inserted=more)
+            assert clf.tree_.to_dict() == updated
     off, default, every = coarse_nodes.values()
     assert off < default < every, coarse_nodes
