@@ -236,7 +236,7 @@ def _agreed_split(trees, boots, schema, cat_map, Xs):
     if len(set(route[route >= 0].tolist())) < 2:
         return None
     return f, (np.nan, np.nan), route, \
-        lambda Z: route[np.where(np.isnan(Z[:, f]), n_cat + 1, np.nan_to_num(Z[:, f], nan=0)).astype(np.int64)] == 0
+        lambda Z: _routed(route, Z[:, f]) == 0
 
 
 def held_share(split, Xs: np.ndarray) -> float:
@@ -246,12 +246,16 @@ def held_share(split, Xs: np.ndarray) -> float:
     x = Xs[:, f]
     if len(x) == 0:
         return 1.0
-    missing = np.isnan(x)
     if route is None:
-        held = missing | ((x >= lo) & (x <= hi))
+        held = np.isnan(x) | ((x >= lo) & (x <= hi))
     else:
-        held = route[np.where(missing, len(route) - 1, np.nan_to_num(x, nan=0)).astype(np.int64)] < 0
+        held = _routed(route, x) < 0
     return float(held.mean())
+
+
+def _routed(route: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Each category code of ``x``'s branch by a categorical coarse ``route`` (the last slot: missing; -1: held)."""
+    return route[np.where(np.isnan(x), len(route) - 1, np.nan_to_num(x, nan=0)).astype(np.int64)]
 
 
 def _bucket_edges(x: np.ndarray, n_buckets: int, interval) -> np.ndarray:
