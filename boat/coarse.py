@@ -139,9 +139,10 @@ def build_coarse_tree(trees: list[Tree], boot_schema: Schema, schema: Schema, X:
         depth.append(d)
         split = None
         est = len(rows) * scale
+        Xs = X[rows]  # the node's sample rows
         if (max_depth is None or d < max_depth) and est > smallest and trees:
-            split = _agreed_split(trees, boots, schema, cat_map, X[rows])
-            if split is not None and est <= max_family_rows and held_share(split, X[rows]) > STABLE_HELD_SHARE:
+            split = _agreed_split(trees, boots, schema, cat_map, Xs)
+            if split is not None and est <= max_family_rows and held_share(split, Xs) > STABLE_HELD_SHARE:
                 split = None  # fits in memory and not stable: a family
         node_edges = np.full((n_attr, n_buckets - 1), np.inf)
         if split is None:
@@ -159,10 +160,10 @@ def build_coarse_tree(trees: list[Tree], boot_schema: Schema, schema: Schema, X:
         routes.append(route)
         for a, attr in enumerate(schema.attributes):
             if attr.kind != CATEGORICAL:
-                node_edges[a] = _bucket_edges(X[rows, a], n_buckets, interval if a == f else None)
+                node_edges[a] = _bucket_edges(Xs[:, a], n_buckets, interval if a == f else None)
         edges.append(node_edges)
         first_child.append(-2)  # set below, once the children's numbers are known
-        left = goes_left(X[rows])
+        left = goes_left(Xs)
         for b, part in enumerate((rows[left], rows[~left])):
             queue.append(([int(t.first_child[i]) + b for t, i in zip(trees, boots)], part, d + 1, k))
     # breadth-first numbering: the children of the i-th split are 2 consecutive nodes after the splits before it
