@@ -19,6 +19,7 @@ from .counting import add_row, narrowed_counts, widened_counts
 from .row_encoding import encode_rows, slots_of
 from .rows import KeptRows, RowBlock, advance_kept, descend
 from .schema import CATEGORICAL, Schema
+from .storage.arrow_numpy import read_only
 from .target_parts import NO_GRID, accumulate_parts
 
 
@@ -210,8 +211,8 @@ class AvcPass:
             accumulate_parts(S, y, order, starts, ends, self.attrs, self.group_offsets(), state.counts,
                              *c.kernel_args(), self.grid, numba.get_num_threads())
         else:
-            accumulate(S, y, w, order, starts, ends, self.attrs, self.group_offsets(), state.counts, self.weighted,
-                       *c.kernel_args())
+            accumulate(S, y, read_only(w), order, starts, ends, self.attrs, self.group_offsets(), state.counts,
+                       self.weighted, *c.kernel_args())
 
     def new_state(self) -> AvcState:
         return AvcState(np.zeros((self.n_nodes, int(self.group_offsets()[-1]), self.n_channels)))

@@ -18,6 +18,7 @@ from .bayes_sql import bayes_query
 from .bayes_state import BayesCounts, Moments, merge_moments, moments_from_sums
 from .errors import DataError
 from .schema import CATEGORICAL, category_values, numeric_values, plain_numbers
+from .storage.arrow_numpy import read_only
 
 
 # -- the single pass ------------------------------------------------------------------
@@ -86,7 +87,7 @@ class BayesPass:
             # a column with nulls, whose NaN would only make it fail)
             shift = np.array([per_class[c].mean if c in per_class and per_class[c].w > 0 and not column.null_count
                               else np.nan for c in labels])
-            W, mean, M2, spread = column_moments(x, codes, w, len(labels), shift, rows)
+            W, mean, M2, spread = column_moments(x, codes, read_only(w), len(labels), shift, rows)
             if not np.isfinite(spread).all():
                 W, mean, M2, spread = self._moments_of_huge(name, x, codes, w, len(labels), shift, rows, first_row)
             for k, c in enumerate(labels):
@@ -105,7 +106,7 @@ class BayesPass:
                             f"{first_row + row}; infinite values are not allowed")
         big = float(np.nanmax(np.abs(x)))
         e = int(np.frexp(big)[1])  # |x| * 2**-e < 1
-        W, mean, M2, spread = column_moments(np.ldexp(np.asarray(x, np.float64), -e), codes, w, k,
+        W, mean, M2, spread = column_moments(np.ldexp(np.asarray(x, np.float64), -e), codes, read_only(w), k,
                                              np.ldexp(shift, -e), rows)
         with np.errstate(over="ignore"):
             mean, M2 = np.ldexp(mean, e), np.ldexp(M2, 2 * e)

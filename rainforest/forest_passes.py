@@ -10,6 +10,7 @@ import pyarrow as pa
 from .forest_kernels import count_forest, gather_forest
 from .forest_rows import Columns
 from .rows import KeptRows, RowBlock
+from .storage.arrow_numpy import read_only
 from .target_parts import NO_GRID
 
 
@@ -87,9 +88,9 @@ class ForestPass:
         return self.count(state, piece.rows.S, piece.rows.y, piece.rows.w, piece.first_row)
 
     def count(self, state: ForestCounts, S, y, w, first_row: int) -> ForestCounts:
-        count_forest(S, y, w, np.int64(first_row), self.depth, self.trees, self.keys1, self.keys2, self.thresholds,
-                     self.roots, *self.routing, self.job_of_node, self.attr_start, self.attrs, self.slot_off,
-                     self.job_base, self.n_channels, state.counts, self.grid,
+        count_forest(S, y, read_only(w), np.int64(first_row), self.depth, self.trees, self.keys1, self.keys2,
+                     self.thresholds, self.roots, *self.routing, self.job_of_node, self.attr_start, self.attrs,
+                     self.slot_off, self.job_base, self.n_channels, state.counts, self.grid,
                      *self.columns.counted.kernel_args_or_none())
         return state
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 from .errors import DataError
 from .profile_data import midpoint
 from .split_scores import REGRESSION_CHANNELS
-from .storage.arrow_numpy import arrow_values, numpy_column
+from .storage.arrow_numpy import arrow_values, numpy_column, read_only
 from .storage.lazy import lazy_module
 from .value_keys import KEY_MISSING, KeyBins, value_of_key
 
@@ -82,9 +82,7 @@ def plain_numbers(arr) -> np.ndarray:
         values = arrow_values(arr)
     else:
         values = numeric_values(arr)
-    view = values.view()
-    view.flags.writeable = False
-    return view
+    return read_only(values)
 
 
 def category_values(arr: pa.Array | pa.ChunkedArray) -> pa.Array:

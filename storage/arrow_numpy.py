@@ -26,6 +26,18 @@ def numpy_column(values: np.ndarray, nan_as_null: bool = False) -> pa.Array:
     return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
 
 
+def read_only(values: np.ndarray | None) -> np.ndarray | None:
+    """``values`` as a read-only view (no copy; None stays None).  A Numba kernel is compiled once per argument type,
+    and an array's write flag is part of its type: inputs a kernel only reads are handed over read-only
+    whatever made them (Arrow's buffers are read-only, arrays numpy made are not), so that one
+    specialization serves both (a cold test suite compiled about 70 specializations twice)."""
+    if values is None or not values.flags.writeable:
+        return values
+    view = values.view()
+    view.flags.writeable = False
+    return view
+
+
 def arrow_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A column's values as numpy: a read-only view of a null-free integer or floating array's
     buffer, else ``to_numpy(zero_copy_only=False)`` (a copy, NaN or None for nulls): callers do not
