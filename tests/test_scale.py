@@ -105,6 +105,34 @@ def test_rows_kept_grouped_by_node_move_down_in_blocks_to_the_read_tree(datasets
     assert seen[0][0] > 1 and seen[0][1] > 50  # pulled below the root: several groups, cut into blocks
 
 
+def test_kept_rows_note_their_branch_in_the_narrowest_type_that_holds_it(monkeypatch):
+    """A kept row's branch takes one byte whatever its slots' type (8 bytes where a column is keyed),
+    two where a multiway split has more than 256 children; the tree is RF-Read's either way."""
+    assert [rows_module.branch_dtype(n) for n in (2, 256, 257, 65_536, 65_537)] == \
+        [np.uint8, np.uint8, np.uint16, np.uint16, np.uint32]
+    rng = np.random.default_rng(0)
+    n = 30_000
+    code = rng.integers(0, 300, n)
+    data = pa.table({"city": pa.array([f"c{c}" for c in code]), "x": rng.normal(size=n),
+                     "class": (code % 3 == 0) ^ (rng.random(n) < 0.1)})
+    seen = []
+    regroup = rows_module.KeptRows.regroup
+
+    def spy(self, routing, n_children, alive):
+        regroup(self, routing, n_children, alive)
+        seen.append((int(n_children.max(initial=0)), self.branch.dtype))
+
+    monkeypatch.setattr(rows_module.KeptRows, "regroup", spy)
+    for split, children, branch in (("multiway", 300, np.uint16), ("binary", 2, np.uint8)):
+        params = dict(max_depth=3, categorical_split=split, max_bins=None)
+        read = DecisionTreeClassifier(algorithm="read", **params).fit(data, target="class")
+        seen.clear()
+        kept = DecisionTreeClassifier(algorithm="hybrid", **params).fit(data, target="class")
+        assert kept.tree_.to_json() == read.tree_.to_json() and kept.grow_stats_.kept_rows == n
+        assert kept.tree_.n_children[0] == children  # the root splits the city (into its 300 values)
+        assert seen == [(children, branch)] * 3  # a regrouping a level
+
+
 def _spy_compact(monkeypatch) -> list:
     """Record the number of nodes of every compact search (rainforest/compact.py)."""
     from rainforest import grow as grow_module
