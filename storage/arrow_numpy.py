@@ -27,10 +27,10 @@ def numpy_column(values: np.ndarray, nan_as_null: bool = False) -> pa.Array:
 
 
 def read_only(values: np.ndarray | None) -> np.ndarray | None:
-    """``values`` as a read-only view (no copy; None stays None).  A Numba kernel is compiled once per argument type,
-    and an array's write flag is part of its type: inputs a kernel only reads are handed over read-only
-    whatever made them (Arrow's buffers are read-only, arrays numpy made are not), so that one
-    specialization serves both (a cold test suite compiled about 70 specializations twice)."""
+    """``values`` as a read-only view (no copy; None stays None).  A Numba kernel is compiled once per
+    argument type, and an array's write flag is part of its type: inputs a kernel only reads are
+    handed over read-only whatever made them (Arrow's buffers are read-only, arrays numpy made are
+    not), so that one specialization serves both (a cold test suite compiled 20 twice)."""
     if values is None or not values.flags.writeable:
         return values
     view = values.view()
