@@ -22,7 +22,7 @@ from .profile_data import (ColumnProfile, Profile, midpoint, midpoints, quantile
 from .rowhash import row_hash
 from .schema import (CATEGORICAL, NUMERIC, Attribute, Label, Schema, category_values, check_classes,
                      check_numeric_target, check_weight_total, numeric_values, plain_numbers, present_rows)
-from .storage.arrow_numpy import arrow_values
+from .storage.arrow_numpy import arrow_values, read_only
 from .storage.lazy import lazy_module
 from .target_parts import target_grid
 from .threads import run_ranges
@@ -418,10 +418,9 @@ def _marked(values, lo, n):
 
 def few_distinct(known: np.ndarray, values: np.ndarray, limit: int) -> np.ndarray | None:
     """Merge the distinct ``values`` into ``known``; ``None`` once there are more than ``limit``."""
-    def writable(a):  # a read-only array (a zero-copy Arrow view) would compile a second specialization
-        a = np.asarray(a, np.float64)
-        return a if a.flags.writeable else a.copy()
-    out, ok = _few_distinct(writable(known), writable(values), int(limit))
+    # read-only whatever made them (a zero-copy Arrow view is): one specialization, and no copy
+    out, ok = _few_distinct(read_only(np.asarray(known, np.float64)), read_only(np.asarray(values, np.float64)),
+                            int(limit))
     return out if ok else None
 
 
