@@ -57,6 +57,17 @@ class NodeStats:
                    np.zeros((n_nodes, n_classes)), np.zeros((n_nodes, n_classes)), np.full(n_nodes, -np.inf),
                    np.zeros(n_nodes, np.int64), np.full(n_nodes, np.inf), np.zeros(n_nodes, np.int64))
 
+    def with_nodes(self, n_nodes: int) -> "NodeStats":
+        """These statistics with empty ones for coarse nodes up to ``n_nodes``."""
+        empty = NodeStats.zeros(n_nodes - len(self.total), self.counts.shape[1], self.counts.shape[2])
+        return NodeStats(*(np.concatenate([getattr(self, f.name), getattr(empty, f.name)]) for f in fields(self)))
+
+    def put(self, nodes, part: "NodeStats") -> None:
+        """Node ``nodes[i]``'s statistics become ``part``'s node ``i``'s."""
+        idx = np.asarray(nodes, np.int64)
+        for f in fields(self):
+            getattr(self, f.name)[idx] = getattr(part, f.name)
+
     def copy(self) -> "NodeStats":
         return NodeStats(*(getattr(self, f.name).copy() for f in fields(self)))
 
@@ -251,6 +262,26 @@ class NodeFiles:
         self._pending: dict = {}  # node -> (tables not yet written, their rows): a row group a few thousand
         self._n_pending = 0  # rows long would make every later read of the node decode it in tiny batches
         self._generation = 0
+
+    def add_nodes(self, n_nodes: int) -> None:
+        """Room for coarse nodes up to ``n_nodes`` (the nodes a finished subtree adds: no rows yet)."""
+        grow = n_nodes - len(self.version)
+        if grow > 0:
+            self.version, self.n_rows = (np.append(a, np.zeros(grow, np.int64)) for a in (self.version, self.n_rows))
+            self._committed = tuple(np.append(a, np.zeros(grow, np.int64)) for a in self._committed)
+
+    def empty(self, nodes) -> None:
+        """Count the ``nodes`` empty before their rows are filed again (their files go once the new
+        ones are committed, by :meth:`remove`; :meth:`abort` restores the counts)."""
+        for k in nodes:
+            self.n_rows[k] = 0
+            self.version[k] += 1
+
+    def remove(self, paths) -> None:
+        """Delete the files ``paths`` (whose rows were filed again and committed)."""
+        for p in paths:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)
 
     def node_dir(self, k: int) -> str:
         return os.path.join(self.folder, f"node-{k}")

@@ -160,7 +160,7 @@ def build_coarse_tree(trees: list[Tree], boot_schema: Schema, schema: Schema, X:
         routes.append(route)
         for a, attr in enumerate(schema.attributes):
             if attr.kind != CATEGORICAL:
-                node_edges[a] = _bucket_edges(Xs[:, a], n_buckets, interval if a == f else None)
+                node_edges[a] = bucket_edges(Xs[:, a], n_buckets, interval if a == f else None)
         edges.append(node_edges)
         first_child.append(-2)  # set below, once the children's numbers are known
         left = goes_left(Xs)
@@ -259,7 +259,7 @@ def _routed(route: np.ndarray, x: np.ndarray) -> np.ndarray:
     return route[np.where(np.isnan(x), len(route) - 1, np.nan_to_num(x, nan=0)).astype(np.int64)]
 
 
-def _bucket_edges(x: np.ndarray, n_buckets: int, interval) -> np.ndarray:
+def bucket_edges(x: np.ndarray, n_buckets: int, interval) -> np.ndarray:
     """At most ``n_buckets - 1`` edges: the sample's distinct values when few, else its quantiles.
     For the node's own split attribute, the edges skip the interval and bound it exactly (an edge
     just below ``lo`` and one at ``hi``), so no bucket mixes held rows with the others."""

@@ -24,8 +24,9 @@ from rainforest.tree_setup import grow_params, value_key_cap
 from rainforest.write_behind import write_ahead
 
 from . import coarse as coarse_mod
+from . import deepen
 from .assemble import nodes_to_tree
-from .cleanup import CleanupTask, NodeFiles, route_rows, stats_layout
+from .cleanup import CleanupTask, NodeFiles, NodeStats, route_rows, stats_layout
 from .deletion import RowsToDelete
 from .finish import FamilySource, Finisher
 from .sample import SampledProfileTask
@@ -218,7 +219,9 @@ class BoatClassifier(Classifier):
                 schema = ptask.schema(state.profile)
                 n_rows = state.profile.n_rows
                 params = self._grow_params(n_rows, work)
-                coarse = self._coarse_tree(stask.sample_table(state), kinds, target, schema, params, n_rows, budget)
+                sample = stask.sample_table(state)
+                sample_X = schema.encode(sample) if sample.num_rows else np.empty((0, len(kinds)))
+                coarse = self._coarse_tree(sample, sample_X, kinds, target, schema, params, n_rows, budget)
                 offsets = stats_layout(schema, int(self.n_buckets))
                 files = NodeFiles(os.path.join(work, "nodes"), coarse.n_nodes, write_ahead(budget))
                 file_schema = file_schema or pa.schema([source.schema.field(c) for c in columns])
@@ -233,7 +236,8 @@ class BoatClassifier(Classifier):
                 self._state = {"work": work, "schema": schema, "profile": state.profile, "coarse": coarse,
                                "stats": stats, "files": files, "finisher": finisher, "kinds": kinds,
                                "target": target, "columns": columns, "n_rows": n_rows, "budget": budget,
-                               "file_schema": file_schema, "offsets": offsets, "key_cap": key_cap}
+                               "file_schema": file_schema, "offsets": offsets, "key_cap": key_cap,
+                               "sample_X": sample_X}
                 self._finish()
         except BaseException:
             finalizer()
@@ -243,10 +247,9 @@ class BoatClassifier(Classifier):
         if old is not None:
             old()
         self._finalizer = finalizer
-        self.n_coarse_nodes_ = int(np.sum(coarse.feature >= 0))
 
-    def _coarse_tree(self, sample: pa.Table, kinds, target, schema: Schema, params: GrowParams, n_rows: int,
-                     budget: int):
+    def _coarse_tree(self, sample: pa.Table, X: np.ndarray, kinds, target, schema: Schema, params: GrowParams,
+                     n_rows: int, budget: int):
         n_s = sample.num_rows
         family = self.max_family_rows if self.max_family_rows is not None else \
             budget // 4 // (8 * (len(kinds) + 1))
@@ -266,7 +269,6 @@ class BoatClassifier(Classifier):
                                   spill_dir=params.spill_dir)
                 trees = coarse_mod.bootstrap_trees(sample, boot_schema, boot, int(self.n_bootstrap), budget,
                                                    int(self.random_state or 0))
-        X = schema.encode(sample) if n_s else np.empty((0, len(kinds)))
         return coarse_mod.build_coarse_tree(trees, boot_schema or schema, schema, X, n_rows, family, self.max_depth,
                                             int(self.n_buckets), stable)
 
@@ -274,6 +276,7 @@ class BoatClassifier(Classifier):
         s = self._state
         with numba_threads(self.n_jobs):
             root, report = s["finisher"].finish(s["stats"], s["n_rows"])
+            n_refiled = self._refile_grown(root, report)
         self.tree_ = nodes_to_tree(root, s["schema"], self.criterion)
         self.verification_failures_ = report.failures
         self.n_verification_failures_ = len(report.failures)
@@ -281,6 +284,38 @@ class BoatClassifier(Classifier):
         self.n_frontier_subtrees_ = report.regrown
         self.n_work_reads_, self.n_work_rows_read_ = report.work_reads, report.work_rows
         self.n_rows_ = s["n_rows"]
+        self.n_refiled_rows_ = n_refiled
+        self.n_coarse_nodes_ = int(np.sum(s["coarse"].feature >= 0))
+
+    def _refile_grown(self, root, report) -> int:
+        """The subtrees this finish grew because their coarse node held more interval rows than memory
+        does: their splits of more rows than that become coarse nodes, their rows filed under them
+        (:mod:`rainforest.boat.deepen`), so that the next update verifies them; returns the rows filed."""
+        s = self._state
+        floor = deepen.refile_floor(s["finisher"].held_rows_room())
+        grown = [(k, node) for k, node in report.grown
+                 if k in report.oversized and deepen.coarse_splits(node, floor)]
+        if not grown:
+            return 0
+        at = deepen.sample_rows(root, s["sample_X"], s["schema"])
+        finisher, files, n_filed = s["finisher"], s["files"], 0
+        for k, node in grown:
+            coarse = s["coarse"]
+            members = coarse.subtree(k)
+            coarse, order = deepen.extend(coarse, k, deepen.coarse_splits(node, floor), s["schema"], s["sample_X"],
+                                          at, int(self.n_buckets))
+            part = deepen.refile(files, coarse, order, members, s["schema"], s["offsets"], s["columns"],
+                                 self.batch_size or 65536)
+            deepen.hold_absent_categories(coarse, order, part, s["schema"], s["offsets"])
+            stats = s["stats"].with_nodes(coarse.n_nodes)
+            left = [j for j in members if j != k]  # unreachable now
+            stats.put(left, NodeStats.zeros(len(left), stats.counts.shape[1], stats.counts.shape[2]))
+            stats.put(order, part)
+            s["stats"], s["coarse"], finisher.coarse = stats, coarse, coarse
+            for j in members:
+                finisher.cache.pop(j, None)
+            n_filed += int(part.total[0].sum())
+        return n_filed
 
     # -- updates ---------------------------------------------------------------------------------
     def update(self, inserted=None, deleted=None):

@@ -27,6 +27,7 @@ from rainforest.storage import ParquetSource, Source, TableSource
 from .assemble import Node, tree_nodes
 from .cleanup import NodeFiles, NodeStats, route_rows
 from .coarse import CoarseTree
+from .deepen import split_branch
 from .verify import node_split
 
 
@@ -65,6 +66,8 @@ class FinishReport:
     verified: int = 0  # coarse nodes whose exact split was verified
     work_reads: int = 0  # reads of node files in the work folder: a family's pass, a node's held rows, its buckets
     work_rows: int = 0  # the rows those reads gave
+    grown: list = field(default_factory=list)  # (coarse node, its node in the tree) of each subtree grown
+    oversized: list = field(default_factory=list)  # coarse nodes holding more interval rows than memory does
 
 
 @dataclass
@@ -89,7 +92,10 @@ class Finisher:
         min_weight_leaf = self.params.min_weight_fraction_leaf * n_total  # unit weights: the rows
         total = stats.total[0] if self.coarse.feature[0] >= 0 else None
         if total is None:  # the root is a frontier node: RainForest over everything
-            return self._subtree(0, extras, n_total, report, failed=False), report
+            root = Node(np.zeros(0), 0, 0.0)
+            sub = self._subtree(0, root, extras, n_total, report, failed=False)
+            root.value, root.n, root.impurity = sub.value.copy(), sub.n, sub.impurity
+            return root, report
         value, n, _, imp = node_totals(total[None, :], len(total), crit)
         root = Node(value.copy(), n, float(imp))
         queue = [(0, root)]
@@ -102,7 +108,8 @@ class Finisher:
             if n_held > room:
                 report.failures.append((k, f"its interval holds {n_held:,} rows, more than half the memory budget "
                                         f"holds ({room:,}); RainForest grows its subtree instead"))
-                _graft(node, self._subtree(k, extras, n_total, report, failed=True))
+                report.oversized.append(k)
+                self._subtree(k, node, extras, n_total, report, failed=True)
                 continue
             held = self._held(k, extras, report)
             f = int(self.coarse.feature[k])
@@ -119,7 +126,7 @@ class Finisher:
             if isinstance(split, str) or not self._consistent(k, split, X):
                 report.failures.append((k, split if isinstance(split, str) else "the exact split routes "
                                         "differently from the coarse criterion"))
-                _graft(node, self._subtree(k, extras, n_total, report, failed=True))
+                self._subtree(k, node, extras, n_total, report, failed=True)
                 continue
             report.verified += 1
             extras.pop(k, None)  # its routed rows are in ``held``, and go on down from here
@@ -145,7 +152,7 @@ class Finisher:
                 if self.coarse.feature[c] >= 0:
                     queue.append((c, child))
                 else:
-                    _graft(child, self._subtree(c, extras, n_total, report, failed=False))
+                    self._subtree(c, child, extras, n_total, report, failed=False)
         return root, report
 
     def held_rows_room(self) -> int:
@@ -208,12 +215,8 @@ class Finisher:
         return pa.concat_tables(parts) if parts else None
 
     def _branch(self, split, X: np.ndarray) -> np.ndarray:
-        x = X[:, split.feature]
-        miss = np.isnan(x)
-        if split.slot_branch is None:
-            return np.where(miss, split.missing_branch, np.where(x <= split.threshold, 0, 1)).astype(np.int64)
-        codes = np.where(miss, len(split.slot_branch) - 1, np.nan_to_num(x, nan=0)).astype(np.int64)
-        return split.slot_branch[codes].astype(np.int64)
+        table = None if split.slot_branch is None else split.slot_branch[:-1]  # its last slot: missing
+        return split_branch(X[:, split.feature], split.threshold, split.missing_branch, table)
 
     def _consistent(self, k: int, split, X: np.ndarray) -> bool:
         """Whether the rows the coarse criterion routed went where the exact split sends them:
@@ -228,8 +231,9 @@ class Finisher:
         routed = coarse_slots >= 0
         return bool(np.all(split.slot_branch[routed] == coarse_slots[routed]))
 
-    def _subtree(self, k: int, extras: dict, n_total: int, report: FinishReport, failed: bool) -> Node:
-        """RainForest's subtree of coarse node ``k`` over its family (cached by the family's content)."""
+    def _subtree(self, k: int, into: Node, extras: dict, n_total: int, report: FinishReport, failed: bool) -> Node:
+        """RainForest's subtree of coarse node ``k`` over its family (cached by the family's content),
+        grafted into the tree's node ``into``; returns it."""
         members = self.coarse.subtree(k)
         # the family's routed rows are consumed here: not held while later subtrees grow
         tables = [t for j in members for t in extras.pop(j, []) if t.num_rows]
@@ -242,6 +246,7 @@ class Finisher:
         signature = (tuple((j, int(self.files.version[j])) for j in members), digest.hexdigest())
         hit = self.cache.get(k)
         if hit is not None and hit[0] == signature:
+            _graft(into, hit[1])
             return hit[1]
         paths = [p for j in members for p in self.files.files(j)]
         parts = ([ParquetSource(paths, partitioning=None)] if paths else []) + \
@@ -258,6 +263,8 @@ class Finisher:
             report.rebuilt += 1
         else:
             report.regrown += 1
+        _graft(into, node)
+        report.grown.append((k, into))
         return node
 
 
