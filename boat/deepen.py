@@ -99,8 +99,9 @@ def extend(coarse: CoarseTree, k: int, splits: list[Node], schema: Schema, X: np
             route_offset[g] = -1
         else:
             n_cat = len(schema.attributes[f].categories)
-            table = np.full(n_cat + 2, -1, np.int32)  # unseen and missing are held: the exact split decides
+            table = np.full(n_cat + 2, -1, np.int32)  # categories, unseen (held: none are), missing
             table[:n_cat] = node.cat_branch[:n_cat]
+            table[n_cat + 1] = node.missing_branch
             route_offset[g] = n_route
             route.append(table)
             n_route += len(table)
@@ -168,13 +169,16 @@ def refile(files: NodeFiles, coarse: CoarseTree, order: list[int], members: list
 
 def hold_absent_categories(coarse: CoarseTree, order: list[int], stats: NodeStats, schema: Schema,
                            offsets: np.ndarray) -> None:
-    """A categorical coarse node holds the categories none of its rows has (an update's rows of one are
-    routed by the exact split, which may send them elsewhere than the table the tree was grown with)."""
+    """A categorical coarse node holds the categories none of its rows has, and missing values when none
+    of its rows misses one (an update's rows of those are routed by the exact split, which may send them
+    elsewhere than the table the tree was grown with)."""
     for i, g in enumerate(order):
         f = int(coarse.feature[g])
         if f < 0 or schema.attributes[f].kind != CATEGORICAL:
             continue
         n_cat = len(schema.attributes[f].categories)
-        seen = stats.counts[i, offsets[f]:offsets[f] + n_cat].sum(axis=1) > 0
-        table = coarse.route[coarse.route_offset[g]:coarse.route_offset[g] + n_cat]
-        table[~seen] = -1
+        seen = stats.counts[i, offsets[f]:offsets[f] + n_cat + 1].sum(axis=1) > 0  # categories, then missing
+        table = coarse.route[coarse.route_offset[g]:coarse.route_offset[g] + n_cat + 2]
+        table[:n_cat][~seen[:n_cat]] = -1
+        if not seen[n_cat]:
+            table[n_cat + 1] = -1

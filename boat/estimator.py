@@ -107,6 +107,12 @@ class BoatClassifier(Classifier):
         a subtree grown over its family, each node's held rows, each read of buckets' rows) and the
         rows they gave: what the work folder, not the data, cost (an update serving a subtree from
         the cache reads none of its rows; deletions' rewrites of the files they touch are not counted).
+    n_regrown_rows_ : int
+        Rows of the subtrees RainForest grew in the last ``fit`` / ``update`` (each family's rows once).
+    n_refiled_rows_ : int
+        Rows filed again under the exact splits of the subtrees grown because their coarse node held
+        more interval rows than half the budget holds (see ``docs/boat.md``): those splits become coarse
+        nodes, which later updates verify instead of regrowing the family.
     verification_failures_ : list of (int, str)
         The failed coarse nodes and why.
     n_coarse_nodes_ : int
@@ -283,6 +289,7 @@ class BoatClassifier(Classifier):
         self.n_rebuilt_subtrees_ = report.rebuilt
         self.n_frontier_subtrees_ = report.regrown
         self.n_work_reads_, self.n_work_rows_read_ = report.work_reads, report.work_rows
+        self.n_regrown_rows_ = report.grown_rows
         self.n_rows_ = s["n_rows"]
         self.n_refiled_rows_ = n_refiled
         self.n_coarse_nodes_ = int(np.sum(s["coarse"].feature >= 0))

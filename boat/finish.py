@@ -58,6 +58,9 @@ class FamilySource(Source):
                 yield batch
 
 
+GATHERED_VALUE_BYTES = 64
+
+
 @dataclass
 class FinishReport:
     failures: list = field(default_factory=list)  # (coarse node, reason)
@@ -68,6 +71,7 @@ class FinishReport:
     work_rows: int = 0  # the rows those reads gave
     grown: list = field(default_factory=list)  # (coarse node, its node in the tree) of each subtree grown
     oversized: list = field(default_factory=list)  # coarse nodes holding more interval rows than memory does
+    grown_rows: int = 0  # the rows of the families grown
 
 
 @dataclass
@@ -122,7 +126,7 @@ class Finisher:
                                interval_slot, (stats.total[k], stats.below[k], stats.above[k], stats.below_max[k],
                                                stats.above_min[k]),
                                X[:, f], y, crit, self.params.min_samples_leaf, self.params.max_exhaustive,
-                               lambda marks: self._bucket_rows(k, extras, marks, stats.counts[k], room, report))
+                               lambda marks: self._bucket_rows(k, extras, marks, stats.counts[k], report))
             if isinstance(split, str) or not self._consistent(k, split, X):
                 report.failures.append((k, split if isinstance(split, str) else "the exact split routes "
                                         "differently from the coarse criterion"))
@@ -162,14 +166,22 @@ class Finisher:
         failed one is, by RainForest from the work folder within the budget: the same exact subtree."""
         return self.budget // 2 // (8 * len(self.columns) + 16 * len(self.schema.attributes))
 
-    def _bucket_rows(self, k: int, extras: dict, marks: dict, block: np.ndarray, room: int,
+    def gathered_values_room(self) -> int:
+        """(Attribute, row) values of marked buckets a check may read into memory: each keeps its bucket,
+        value and class (24 bytes), sorted and counted by :func:`rainforest.boat.verify.refine_buckets`
+        (copies of them): 64 bytes a value in half the budget.  A whole held row costs more (every column,
+        and the matrices it is routed with), so a check may read more values than a node may hold rows."""
+        return self.budget // 2 // GATHERED_VALUE_BYTES
+
+    def _bucket_rows(self, k: int, extras: dict, marks: dict, block: np.ndarray,
                      report: FinishReport) -> dict | str:
         """The rows of node ``k``'s family (its subtree's files, and the rows routed to them) in the buckets
         ``marks`` flags per numeric attribute: ``{attribute: (bucket, value, class)}`` (see
         :func:`rainforest.boat.verify.node_split`).  One read of the family's columns of those attributes."""
         n_rows = sum(int(block[self.offsets[a]:self.offsets[a] + len(m)][m].sum()) for a, m in marks.items())
+        room = self.gathered_values_room()
         if n_rows > room:
-            return f"the buckets no bound rules out hold {n_rows:,} rows, more than half the memory budget holds " \
+            return f"the buckets no bound rules out hold {n_rows:,} values, more than half the memory budget holds " \
                    f"({room:,}); RainForest grows its subtree instead"
         attrs = sorted(marks)
         sub = Schema([self.schema.attributes[a] for a in attrs], self.schema.label)
@@ -265,6 +277,7 @@ class Finisher:
             report.regrown += 1
         _graft(into, node)
         report.grown.append((k, into))
+        report.grown_rows += n_rows
         return node
 
 
