@@ -118,6 +118,7 @@ def run_update(args) -> dict:
         t0 = time.perf_counter()
         clf.fit(args.train, target=LABEL)
         fit = time.perf_counter() - t0
+        refiled = clf.n_refiled_rows_
         t0 = time.perf_counter()
         clf.update(inserted=extra)
         update = time.perf_counter() - t0
@@ -125,6 +126,7 @@ def run_update(args) -> dict:
                "inserted_rows": n_new, "verification_failures": clf.n_verification_failures_,
                "rebuilt_subtrees": clf.n_rebuilt_subtrees_, "frontier_subtrees": clf.n_frontier_subtrees_,
                "work_reads": clf.n_work_reads_, "work_rows_read": clf.n_work_rows_read_,
+               "fit_refiled_rows": refiled, "update_regrown_rows": clf.n_regrown_rows_,
                "warmup_seconds": warmup, "equals_rebuild": None,
                "fit_and_update_peak_rss_mb": harness.vm_hwm_mb()}  # before the fresh fit the check adds
         if args.rows <= args.check_update_rows:
@@ -173,6 +175,13 @@ def write_markdown(path: Path, rows, info) -> None:
     if reads:
         lines += ["", "Work folder reads (`n_work_reads_`, `n_work_rows_read_`: the finish's reads of node files, the "
                   "fit's or the update's): " + "; ".join(reads) + "."]
+    fits = [f"F{r['function']} {rows_label(r['rows'])}: fit {r['rebuild_seconds']:.2f} s, "
+            f"{r['fit_refiled_rows']:,} rows refiled by the fit, {r['update_regrown_rows']:,} regrown by the update"
+            for r in rows if r.get("fit_refiled_rows") is not None]
+    if fits:
+        lines += ["", "`boat-update`'s fit and the rows it filed again under the exact splits of oversized families "
+                  "(`n_refiled_rows_`), and the rows of the families the update regrew (`n_regrown_rows_`): "
+                  + "; ".join(fits) + "."]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -1,18 +1,20 @@
-"""Finished subtrees made coarse: an update verifies their splits instead of regrowing them.
+"""Oversized families made coarse: an update verifies their splits instead of regrowing them.
 
-Every :meth:`~rainforest.boat.BoatClassifier.update` regrows each family whose rows changed, and 1 %
-of random new rows changes all of them: at 100M Agrawal F1 rows one family (inside the 40-60 age
-band) held 26.5M rows, and regrowing it was half of each update.  Once a family's exact subtree is
-grown its splits are known, so its internal nodes of at least :func:`refile_floor` rows become coarse
-nodes whose interval is the exact threshold itself (zero width: a node holds only the rows equal to
-its threshold, or missing; a categorical split routes each category the node holds as the exact
-split does, and holds the others).  The family's rows are read once and filed again under those
-nodes, counted as the cleanup pass counts them (each node's buckets from the BOAT sample's rows that
-reach it), so the next update verifies each split with BOAT's own bounds and regrows only the
-subtrees whose check fails and the families left below the floor.  The tree itself does not change:
-the coarse nodes only say where an update's work starts.
+A coarse node whose interval holds more rows than memory does (``Finisher.held_rows_room``) is grown
+by RainForest from its family, and would be again at every update: at 100M Agrawal F1 rows one node
+inside the 40-60 age band held 24.6M rows, and regrowing its 26.5M-row family was half of each
+update.  Once that subtree is grown its splits are known, so those of at least :func:`refile_floor`
+rows become coarse nodes whose interval is the exact threshold itself (zero width: a node holds only
+the rows equal to its threshold, or missing; a categorical split routes each category and missing
+value its rows have as the exact split does, and holds the others).  The family's rows are read once
+and filed again under those nodes, counted as the cleanup pass counts them (each node's buckets from
+the BOAT sample's rows that reach it), so the next update verifies each split with BOAT's own bounds
+and regrows only the subtrees below them whose rows changed or whose check fails.  The tree itself
+does not change: the coarse nodes only say where an update's work starts.
 """
 from __future__ import annotations
+
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -182,3 +184,29 @@ def hold_absent_categories(coarse: CoarseTree, order: list[int], stats: NodeStat
         table[:n_cat][~seen[:n_cat]] = -1
         if not seen[n_cat]:
             table[n_cat + 1] = -1
+
+
+def refile_oversized(report, root: Node, coarse: CoarseTree, stats: NodeStats, files: NodeFiles, finisher,
+                     sample_X: np.ndarray, n_buckets: int, batch_size: int) -> Iterator[tuple]:
+    """Refile each family the finish (its ``report``, the finished tree's ``root``) grew because its coarse
+    node held more interval rows than memory does and whose subtree has splits past :func:`refile_floor`.
+    Yields, once each family's files are committed, the coarse tree and the cleanup statistics with its
+    new nodes and the rows filed (an error in a later family leaves the earlier ones done); the
+    ``finisher`` works on the new tree, its cache rid of the refiled nodes."""
+    schema, offsets = finisher.schema, finisher.offsets
+    floor = refile_floor(finisher.held_rows_room())
+    grown = [(k, node) for k, node in report.grown if k in report.oversized and coarse_splits(node, floor)]
+    at = sample_rows(root, sample_X, schema) if grown else None
+    for k, node in grown:
+        members = coarse.subtree(k)
+        coarse, order = extend(coarse, k, coarse_splits(node, floor), schema, sample_X, at, n_buckets)
+        part = refile(files, coarse, order, members, schema, offsets, finisher.columns, batch_size)
+        hold_absent_categories(coarse, order, part, schema, offsets)
+        stats = stats.with_nodes(coarse.n_nodes)
+        left = [j for j in members if j != k]  # unreachable now
+        stats.put(left, NodeStats.zeros(len(left), stats.counts.shape[1], stats.counts.shape[2]))
+        stats.put(order, part)
+        finisher.coarse = coarse
+        for j in members:
+            finisher.cache.pop(j, None)
+        yield coarse, stats, int(part.total[0].sum())

@@ -26,7 +26,7 @@ from rainforest.write_behind import write_ahead
 from . import coarse as coarse_mod
 from . import deepen
 from .assemble import nodes_to_tree
-from .cleanup import CleanupTask, NodeFiles, NodeStats, route_rows, stats_layout
+from .cleanup import CleanupTask, NodeFiles, route_rows, stats_layout
 from .deletion import RowsToDelete
 from .finish import FamilySource, Finisher
 from .sample import SampledProfileTask
@@ -116,7 +116,8 @@ class BoatClassifier(Classifier):
     verification_failures_ : list of (int, str)
         The failed coarse nodes and why.
     n_coarse_nodes_ : int
-        Internal nodes of the coarse tree (the part the sample covers).
+        Internal nodes of the coarse tree: those the bootstrap trees agreed on, and the splits of refiled
+        families (``n_refiled_rows_``).
     """
 
     def __init__(self, *, criterion="gini", max_depth=None, min_samples_split=2, min_samples_leaf=1,
@@ -282,7 +283,11 @@ class BoatClassifier(Classifier):
         s = self._state
         with numba_threads(self.n_jobs):
             root, report = s["finisher"].finish(s["stats"], s["n_rows"])
-            n_refiled = self._refile_grown(root, report)
+            n_refiled = 0  # the state takes each refiled family as it is committed (deepen.refile_oversized)
+            for s["coarse"], s["stats"], n in deepen.refile_oversized(report, root, s["coarse"], s["stats"], s["files"],
+                                                                      s["finisher"], s["sample_X"], int(self.n_buckets),
+                                                                      self.batch_size or 65536):
+                n_refiled += n
         self.tree_ = nodes_to_tree(root, s["schema"], self.criterion)
         self.verification_failures_ = report.failures
         self.n_verification_failures_ = len(report.failures)
@@ -293,36 +298,6 @@ class BoatClassifier(Classifier):
         self.n_rows_ = s["n_rows"]
         self.n_refiled_rows_ = n_refiled
         self.n_coarse_nodes_ = int(np.sum(s["coarse"].feature >= 0))
-
-    def _refile_grown(self, root, report) -> int:
-        """The subtrees this finish grew because their coarse node held more interval rows than memory
-        does: their splits of more rows than that become coarse nodes, their rows filed under them
-        (:mod:`rainforest.boat.deepen`), so that the next update verifies them; returns the rows filed."""
-        s = self._state
-        floor = deepen.refile_floor(s["finisher"].held_rows_room())
-        grown = [(k, node) for k, node in report.grown
-                 if k in report.oversized and deepen.coarse_splits(node, floor)]
-        if not grown:
-            return 0
-        at = deepen.sample_rows(root, s["sample_X"], s["schema"])
-        finisher, files, n_filed = s["finisher"], s["files"], 0
-        for k, node in grown:
-            coarse = s["coarse"]
-            members = coarse.subtree(k)
-            coarse, order = deepen.extend(coarse, k, deepen.coarse_splits(node, floor), s["schema"], s["sample_X"],
-                                          at, int(self.n_buckets))
-            part = deepen.refile(files, coarse, order, members, s["schema"], s["offsets"], s["columns"],
-                                 self.batch_size or 65536)
-            deepen.hold_absent_categories(coarse, order, part, s["schema"], s["offsets"])
-            stats = s["stats"].with_nodes(coarse.n_nodes)
-            left = [j for j in members if j != k]  # unreachable now
-            stats.put(left, NodeStats.zeros(len(left), stats.counts.shape[1], stats.counts.shape[2]))
-            stats.put(order, part)
-            s["stats"], s["coarse"], finisher.coarse = stats, coarse, coarse
-            for j in members:
-                finisher.cache.pop(j, None)
-            n_filed += int(part.total[0].sum())
-        return n_filed
 
     # -- updates ---------------------------------------------------------------------------------
     def update(self, inserted=None, deleted=None):

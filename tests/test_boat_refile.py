@@ -54,6 +54,10 @@ def _files_hold_their_counts(clf, n_rows: int) -> None:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_an_oversized_family_is_filed_under_its_exact_splits_and_updates_verify_them(case, monkeypatch):
+    """Against the same model without refiling (its mutation: ``REFILE_MIN_ROWS`` past every node): the
+    same trees, fit and after each of four updates of random inserts and deletes, each the exact fit's;
+    more coarse nodes, at the tree's own thresholds; node files holding what their counts say; the
+    oversized node's failure gone from every update; and on F1 fewer rows regrown."""
     make, kw = CASES[case]
     data, pool = make()
     with BoatClassifier(**kw).fit(data, target="class") as clf:
