@@ -58,7 +58,7 @@ class FamilySource(Source):
                 yield batch
 
 
-GATHERED_VALUE_BYTES = 64
+GATHERED_VALUE_BYTES = 64  # memory a check's read value of a marked bucket takes (Finisher.gathered_values_room)
 
 
 @dataclass
