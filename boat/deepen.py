@@ -50,7 +50,8 @@ def split_branch(x: np.ndarray, threshold: float, missing_branch: int, cat_table
 
 def coarse_splits(root: Node, floor: int) -> list[Node]:
     """The splits of ``root``'s subtree that become coarse nodes, breadth first (``root`` first, when it
-    qualifies): binary, of at least ``floor`` rows, numeric ones at a finite threshold, each below another."""
+    qualifies): binary, of at least ``floor`` rows, numeric ones at a finite threshold, each one's parent
+    among them."""
     out = []
     queue = [root]
     for node in queue:  # grows while walked
@@ -195,11 +196,12 @@ def refile_oversized(report, root: Node, coarse: CoarseTree, stats: NodeStats, f
     ``finisher`` works on the new tree, its cache rid of the refiled nodes."""
     schema, offsets = finisher.schema, finisher.offsets
     floor = refile_floor(finisher.held_rows_room())
-    grown = [(k, node) for k, node in report.grown if k in report.oversized and coarse_splits(node, floor)]
+    grown = [(k, splits) for k, node in report.grown if k in report.oversized
+             for splits in [coarse_splits(node, floor)] if splits]
     at = sample_rows(root, sample_X, schema) if grown else None
-    for k, node in grown:
+    for k, splits in grown:
         members = coarse.subtree(k)
-        coarse, order = extend(coarse, k, coarse_splits(node, floor), schema, sample_X, at, n_buckets)
+        coarse, order = extend(coarse, k, splits, schema, sample_X, at, n_buckets)
         part = refile(files, coarse, order, members, schema, offsets, finisher.columns, batch_size)
         hold_absent_categories(coarse, order, part, schema, offsets)
         stats = stats.with_nodes(coarse.n_nodes)

@@ -112,23 +112,27 @@ class Stop(Exception):
     pass
 
 
+def _route_rows_failing(error, calls: list):
+    """``deepen.route_rows``, raising ``error`` at its second call (after a batch was written)."""
+    real = boat_deepen.route_rows
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise error("stop")
+        return real(*args, **kwargs)
+    return failing
+
+
 def test_refiling_that_stops_midway_leaves_the_node_files_as_they_were(monkeypatch, tmp_path):
     """Both or neither: an error or an interrupt while the rows are filed again drops the new files, the
     old ones and their counts stay, and the next update refiles and gives the fresh fit's tree.  A fit
     that stops there leaves no work folder."""
     make, kw = CASES["agrawal_f1"]
     data, pool = make()
-    real = boat_deepen.route_rows
     for error in (Stop, KeyboardInterrupt):
-        calls = []
-
-        def failing(*args, **kwargs):
-            calls.append(1)
-            if len(calls) == 2:  # after a batch was written
-                raise error("stop")
-            return real(*args, **kwargs)
         with monkeypatch.context() as m:
-            m.setattr(boat_deepen, "route_rows", failing)
+            m.setattr(boat_deepen, "route_rows", _route_rows_failing(error, []))
             with pytest.raises(error):
                 BoatClassifier(spill_dir=str(tmp_path), **kw).fit(data, target="class")
         assert os.listdir(tmp_path) == []
@@ -140,14 +144,8 @@ def test_refiling_that_stops_midway_leaves_the_node_files_as_they_were(monkeypat
         before = clf._state["coarse"].n_nodes
         ins = pool.slice(0, 200)
         calls = []
-
-        def failing(*args, **kwargs):
-            calls.append(1)
-            if len(calls) == 2:
-                raise KeyboardInterrupt("stop")
-            return real(*args, **kwargs)
         with monkeypatch.context() as m:
-            m.setattr(boat_deepen, "route_rows", failing)
+            m.setattr(boat_deepen, "route_rows", _route_rows_failing(KeyboardInterrupt, calls))
             with pytest.raises(KeyboardInterrupt):
                 clf.update(inserted=ins)
         assert len(calls) == 2 and clf._state["coarse"].n_nodes == before
